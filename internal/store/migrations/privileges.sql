@@ -1,0 +1,56 @@
+-- Privileges of the application role (API, worker, bootstrap). `occ migrate` re-applies this file
+-- after every run, inside one transaction, so the grants are always exactly these. {{app_role}} is
+-- replaced by the quoted role name from OCC_DATABASE_APP_ROLE.
+--
+-- Deliberately absent: DELETE on controller_work, audit_events, agent_revisions, agents,
+-- namespaces and installation, and UPDATE of any owner, target or actor column. Those changes
+-- happen only through the SECURITY DEFINER functions below.
+
+REVOKE ALL ON SCHEMA occ FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA occ FROM {{app_role}};
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA occ FROM {{app_role}};
+GRANT USAGE ON SCHEMA occ TO {{app_role}};
+
+GRANT SELECT, INSERT ON occ.installation TO {{app_role}};
+GRANT SELECT, INSERT ON occ.namespaces TO {{app_role}};
+GRANT UPDATE (status, deleted_at) ON occ.namespaces TO {{app_role}};
+
+GRANT SELECT, INSERT ON occ.iam_identities TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.iam_roles, occ.iam_role_permissions TO {{app_role}};
+GRANT SELECT ON occ.iam_groups, occ.iam_group_memberships TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.iam_access_bindings TO {{app_role}};
+GRANT UPDATE (runtime_role) ON occ.iam_access_bindings TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.iam_restrictions TO {{app_role}};
+
+GRANT SELECT, INSERT ON occ.accounts TO {{app_role}};
+GRANT UPDATE (name, disabled, version, updated_at) ON occ.accounts TO {{app_role}};
+GRANT SELECT, INSERT ON occ.password_credentials TO {{app_role}};
+GRANT UPDATE (password_hash, changed_at) ON occ.password_credentials TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.sessions TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.service_keys TO {{app_role}};
+
+GRANT SELECT, INSERT, DELETE ON occ.configurations TO {{app_role}};
+GRANT UPDATE (generation, secret_bindings, updated_at) ON occ.configurations TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.secrets TO {{app_role}};
+GRANT UPDATE (backend_namespace_name, backend_name, backend_key, backend_uid, updated_at) ON occ.secrets TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.service_accounts TO {{app_role}};
+GRANT UPDATE (credential) ON occ.service_accounts TO {{app_role}};
+
+GRANT SELECT, INSERT ON occ.agents TO {{app_role}};
+GRANT UPDATE (name, configuration_id, backend_id, harness_auth, plugins, plugin_approvers, status,
+              desired_runtime_state, active_revision_id, updated_at) ON occ.agents TO {{app_role}};
+GRANT SELECT, INSERT ON occ.agent_revisions TO {{app_role}};
+
+GRANT SELECT, INSERT ON occ.controller_work TO {{app_role}};
+GRANT UPDATE (state, available_at, attempt_count, claim_token, lease_expires_at, completed_at,
+              updated_at, reason_code, result_data) ON occ.controller_work TO {{app_role}};
+
+GRANT SELECT, INSERT ON occ.audit_events TO {{app_role}};
+
+-- Value-rule helpers used by CHECK constraints and queries.
+GRANT EXECUTE ON FUNCTION occ.is_prefixed_id(text, text), occ.is_valid_name(text), occ.is_opaque_id(text),
+  occ.is_runtime_token(jsonb), occ.is_iso_timestamp(jsonb), occ.is_runtime_failure(jsonb, boolean),
+  occ.is_valid_work_result(text, text, jsonb) TO {{app_role}};
+GRANT EXECUTE ON FUNCTION occ.finalize_agent_deletion(text, text, text, uuid),
+  occ.retry_failed_agent_deletion(text, text, text, text),
+  occ.retry_failed_namespace_deletion(text, text, text) TO {{app_role}};

@@ -1,0 +1,391 @@
+// Package pgtest gives every test its own real PostgreSQL database.
+//
+// One private cluster is started per test binary from the machine's PostgreSQL server binaries (as
+// the `postgres` user when the tests run as root), unless OCC_TEST_DATABASE_URL names an existing
+// server through a superuser URL. A template database is migrated once; each test gets a clone
+// (CREATE DATABASE … TEMPLATE …), so tests run in parallel without sharing rows.
+//
+// Use it from TestMain:
+//
+//	func TestMain(m *testing.M) { pgtest.Main(m) }
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Role names the harness creates. They mirror production: an owner that migrates and an
+// application role with only the granted privileges.
+const (
+	OwnerRole = "occ_test_owner"
+	AppRole   = "occ_app"
+	password  = "occ-test"
+)
+
+type cluster struct {
+	adminURL string // superuser URL, database "postgres"
+	template string
+	stop     func()
+}
+
+var (
+	current   *cluster
+	dbCounter atomic.Int64
+	createMu  sync.Mutex
+)
+
+// Main starts the cluster, runs the tests and stops it. Exits the process.
+func Main(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	c, err := start(ctx)
+	cancel()
+	if err != nil {
+		return 1, err
+	}
+	current = c
+	defer c.stop()
+	return m.Run(), nil
+}
+
+func start(ctx context.Context) (*cluster, error) {
+	c := &cluster{stop: func() {}}
+	if u := os.Getenv("OCC_TEST_DATABASE_URL"); u != "" {
+		c.adminURL = u
+	} else {
+		adminURL, stop, err := startPrivateServer(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.adminURL, c.stop = adminURL, stop
+	}
+	if err := c.prepare(ctx); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// prepare creates the roles and the migrated template database.
+func (c *cluster) prepare(ctx context.Context) error {
+	admin, err := pgx.Connect(ctx, c.adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer admin.Close(ctx)
+	for _, stmt := range []string{
+		fmt.Sprintf(`CREATE ROLE %s LOGIN CREATEDB PASSWORD '%s'`, OwnerRole, password),
+		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, AppRole, password),
+	} {
+		if _, err := admin.Exec(ctx, stmt); err != nil && !isDuplicate(err) {
+			return fmt.Errorf("create role: %w", err)
+		}
+	}
+	c.template = fmt.Sprintf("occ_tmpl_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s OWNER %s`, c.template, OwnerRole)); err != nil {
+		return fmt.Errorf("create template database: %w", err)
+	}
+	prevStop := c.stop
+	c.stop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if conn, err := pgx.Connect(ctx, c.adminURL); err == nil {
+			_, _ = conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, c.template))
+			conn.Close(ctx)
+		}
+		prevStop()
+	}
+	owner, err := pgx.Connect(ctx, c.url(OwnerRole, c.template))
+	if err != nil {
+		return fmt.Errorf("connect to template: %w", err)
+	}
+	defer owner.Close(ctx)
+	if _, err := store.Migrate(ctx, owner, AppRole, nil); err != nil {
+		return fmt.Errorf("migrate template: %w", err)
+	}
+	return nil
+}
+
+// url returns a URL for role on database db of the cluster.
+func (c *cluster) url(role, db string) string {
+	u, err := url.Parse(c.adminURL)
+	if err != nil {
+		panic(err)
+	}
+	u.User = url.UserPassword(role, password)
+	u.Path = "/" + db
+	return u.String()
+}
+
+func isDuplicate(err error) bool {
+	var pgErr interface{ SQLState() string }
+	return errors.As(err, &pgErr) && (pgErr.SQLState() == "42710" || pgErr.SQLState() == "23505")
+}
+
+// Database is one test's private database.
+type Database struct {
+	Name     string
+	OwnerURL string // the migration owner (like OCC_MIGRATION_DATABASE_URL)
+	AppURL   string // the application role (like OCC_DATABASE_URL)
+	AdminURL string // superuser on the same database; for fault injection only
+}
+
+// New returns a fresh clone of the migrated template, dropped when the test ends.
+func New(t testing.TB) *Database {
+	t.Helper()
+	return create(t, current.template)
+}
+
+// NewEmpty returns an empty database owned by the owner role (nothing migrated).
+func NewEmpty(t testing.TB) *Database {
+	t.Helper()
+	return create(t, "template0")
+}
+
+func create(t testing.TB, template string) *Database {
+	t.Helper()
+	if current == nil {
+		t.Fatal("pgtest: call pgtest.Main(m) from TestMain")
+	}
+	name := fmt.Sprintf("occ_t_%d_%d", os.Getpid(), dbCounter.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, current.adminURL)
+	if err != nil {
+		t.Fatalf("pgtest: connect: %v", err)
+	}
+	defer admin.Close(ctx)
+	createMu.Lock()
+	_, err = admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s OWNER %s`, name, template, OwnerRole))
+	createMu.Unlock()
+	if err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, current.adminURL)
+		if err != nil {
+			t.Errorf("pgtest: connect for cleanup: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name)); err != nil {
+			t.Errorf("pgtest: drop database: %v", err)
+		}
+	})
+	return &Database{
+		Name:     name,
+		OwnerURL: current.url(OwnerRole, name),
+		AppURL:   current.url(AppRole, name),
+		AdminURL: withDatabase(current.adminURL, name),
+	}
+}
+
+func withDatabase(raw, db string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		panic(err)
+	}
+	u.Path = "/" + db
+	return u.String()
+}
+
+// Pool opens a pool on url that is closed when the test ends.
+func Pool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatalf("pgtest: pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// App opens a pool as the application role.
+func (d *Database) App(t testing.TB) *pgxpool.Pool { return Pool(t, d.AppURL) }
+
+// Owner opens a pool as the migration owner.
+func (d *Database) Owner(t testing.TB) *pgxpool.Pool { return Pool(t, d.OwnerURL) }
+
+// --- private server ----------------------------------------------------------------------------
+
+func startPrivateServer(ctx context.Context) (string, func(), error) {
+	bin, err := findBinaries()
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "occ-pgtest-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanupDir := func() { _ = os.RemoveAll(dir) }
+	cred, err := serverCredential(dir)
+	if err != nil {
+		cleanupDir()
+		return "", nil, err
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+		"-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	initdb.Dir = dir
+	if out, err := initdb.CombinedOutput(); err != nil {
+		cleanupDir()
+		return "", nil, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+
+	var lastErr error
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			cleanupDir()
+			return "", nil, err
+		}
+		stop, err := runServer(ctx, bin, data, dir, port, cred)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		adminURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+		return adminURL, func() { stop(); cleanupDir() }, nil
+	}
+	cleanupDir()
+	return "", nil, fmt.Errorf("start postgres: %w", lastErr)
+}
+
+func runServer(ctx context.Context, bin, data, sockDir string, port int, cred *syscall.Credential) (func(), error) {
+	logFile, err := os.Create(filepath.Join(sockDir, fmt.Sprintf("postgres-%d.log", port)))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
+		"-k", sockDir, "-c", "listen_addresses=127.0.0.1",
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=300", "-c", "shared_buffers=128MB")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = sockDir
+	// Pdeathsig: if the test binary dies, the postmaster gets an immediate shutdown instead of
+	// outliving it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGINT) // fast shutdown
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		logFile.Close()
+	}
+	adminURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(logFile.Name())
+			return nil, fmt.Errorf("postgres exited during startup: %s", log)
+		default:
+		}
+		pingCtx, cancel := context.WithTimeout(ctx, time.Second)
+		conn, err := pgx.Connect(pingCtx, adminURL)
+		cancel()
+		if err == nil {
+			conn.Close(ctx)
+			return stop, nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("postgres did not accept connections: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// serverCredential returns the identity to run PostgreSQL as: the current user, or the
+// `postgres` user when running as root (PostgreSQL refuses to run as root).
+func serverCredential(dir string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root needs a postgres user to run the server: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// findBinaries locates initdb and postgres: on PATH, else the newest /usr/lib/postgresql/*/bin.
+func findBinaries() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if resolved, err := filepath.EvalSymlinks(p); err == nil {
+			p = resolved
+		}
+		dir := filepath.Dir(p)
+		if _, err := os.Stat(filepath.Join(dir, "postgres")); err == nil {
+			return dir, nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(matches, func(i, j int) bool {
+		return versionOf(matches[i]) > versionOf(matches[j])
+	})
+	if len(matches) > 0 {
+		return filepath.Dir(matches[0]), nil
+	}
+	return "", errors.New("PostgreSQL server binaries (initdb, postgres) not found: install them " +
+		"(Debian: apt-get install postgresql) or set OCC_TEST_DATABASE_URL to a superuser URL")
+}
+
+func versionOf(path string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(path))))
+	return v
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
