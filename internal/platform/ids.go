@@ -1,0 +1,56 @@
+// Package platform holds the domain rules shared by the API, the worker and bootstrap: identifiers,
+// names, resource shapes and admission rules.
+package platform
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// Identifier prefixes (SPEC §2).
+const (
+	PrefixInstallation     = "ins"
+	PrefixNamespace        = "ns"
+	PrefixConfiguration    = "cfg"
+	PrefixSecret           = "sec"
+	PrefixServiceAccount   = "sa"
+	PrefixAgent            = "agt"
+	PrefixRevision         = "rev"
+	PrefixAudit            = "aud"
+	PrefixPrincipal        = "prn"
+	PrefixServicePrincipal = "spn"
+	PrefixRequest          = "req"
+	PrefixAccount          = "usr"
+)
+
+var prefixedID = regexp.MustCompile(`^([a-z]+)_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// NewID returns <prefix>_<lowercase uuidv4>.
+func NewID(prefix string) string { return prefix + "_" + uuid.NewString() }
+
+// ValidID reports whether s is <prefix>_<lowercase uuidv4>.
+func ValidID(prefix, s string) bool {
+	m := prefixedID.FindStringSubmatch(s)
+	return m != nil && m[1] == prefix
+}
+
+// ValidName applies the Name rule: 1..200 code points, valid UTF-8, no leading or trailing
+// whitespace, no C0, DEL, C1, U+2028 or U+2029. The database enforces the same rule.
+func ValidName(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	n := utf8.RuneCountInString(s)
+	if n < 1 || n > 200 || strings.TrimSpace(s) != s {
+		return false
+	}
+	for _, r := range s {
+		if r <= 0x1f || (r >= 0x7f && r <= 0x9f) || r == 0x2028 || r == 0x2029 {
+			return false
+		}
+	}
+	return true
+}
