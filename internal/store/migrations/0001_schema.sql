@@ -195,9 +195,11 @@ CREATE TABLE occ.iam_access_bindings (
            OR namespace_id IS NOT NULL)
 );
 -- Decisions read the bindings of one subject; cleanup reads bindings of one target or Role.
-CREATE INDEX iam_access_bindings_identity ON occ.iam_access_bindings (identity_subject_id)
+-- (subject, kind, id) lets a decision read only the bindings that can match its target, so its
+-- cost does not grow with the number of exact-resource grants a subject holds.
+CREATE INDEX iam_access_bindings_identity ON occ.iam_access_bindings (identity_subject_id, resource_kind, resource_id)
   WHERE identity_subject_id IS NOT NULL;
-CREATE INDEX iam_access_bindings_group ON occ.iam_access_bindings (group_subject_id)
+CREATE INDEX iam_access_bindings_group ON occ.iam_access_bindings (group_subject_id, resource_kind, resource_id)
   WHERE group_subject_id IS NOT NULL;
 CREATE INDEX iam_access_bindings_role ON occ.iam_access_bindings (role_id);
 CREATE INDEX iam_access_bindings_target ON occ.iam_access_bindings (resource_kind, resource_id)
@@ -224,7 +226,7 @@ CREATE TABLE occ.iam_restrictions (
     OR (resource_kind <> 'installation'
         AND (resource_kind <> 'namespace' OR resource_id IS NULL OR resource_id = namespace_id)))
 );
-CREATE INDEX iam_restrictions_lookup ON occ.iam_restrictions (action, resource_kind);
+CREATE INDEX iam_restrictions_lookup ON occ.iam_restrictions (action, resource_kind, resource_id);
 
 -- ---------------------------------------------------------------------------------------------
 -- Authentication: human accounts, password credentials, sessions, service keys
