@@ -1,0 +1,104 @@
+package obs
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLooksLikeSecret(t *testing.T) {
+	for _, s := range []string{
+		"Bearer abc.def-123", "bearer x", "Authorization: BEARER abc",
+		"sk-proj-abcdefghijklmnop", "sk-abcdefghijkl", "SK-ABCDEFGHIJKL",
+		"-----BEGIN RSA PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----", "-----begin openssh private key-----",
+		"ghp_abcdefghijklmnopqrstuvwxyz", "gho_abcdefghijkl", "github_pat_abcdefghijklmnop",
+		"AKIAABCDEFGHIJKLMNOP", "akiaabcdefghijklmnop", "id=AKIAABCDEFGHIJKLMNOP",
+	} {
+		if !LooksLikeSecret(s) {
+			t.Errorf("LooksLikeSecret(%q) = false", s)
+		}
+	}
+	for _, s := range []string{
+		"", "Bearer", "sk-short", "ask-proj-abcdefghijklmnop", "ghp_short", "AKIAABC",
+		"AKIAABCDEFGHIJKLMNOPQ", "namespace:ns_1:ensure", "BEGIN PRIVATE KEY", "task-runner",
+	} {
+		if LooksLikeSecret(s) {
+			t.Errorf("LooksLikeSecret(%q) = true", s)
+		}
+	}
+}
+
+func TestLooksLikeCredentialIsConservative(t *testing.T) {
+	for _, s := range []string{
+		"Bearer", "bearer", "Bearerabc", "sk-", "sk-a", "x sk-a", "x_sk-abc", "ghp_x", "gho_", "ghs-abc",
+		"github_pat_", "akia1", "AKIAABC", "xoxb-1", "ask-proj-abcdefghijklmnop", "xghp_abcdefghijklmnop",
+		"1akiaabcdefghijklmnop", "a private key", "PRIVATE KEY",
+	} {
+		if !looksLikeCredential(s) {
+			t.Errorf("looksLikeCredential(%q) = false", s)
+		}
+	}
+	for _, s := range []string{
+		"task-runner", "disk-pressure", "risk-1", "namespace:ns_0f8fad5b-d9cb-469f-a165-70867728950e:ensure",
+		"compute-kubernetes", "NAMESPACE_RECONCILED", "ghost", "github", "akia", "Slovakia",
+	} {
+		if looksLikeCredential(s) {
+			t.Errorf("looksLikeCredential(%q) = true", s)
+		}
+	}
+}
+
+func TestScrubSecrets(t *testing.T) {
+	cases := map[string]string{
+		"no secrets here":                        "no secrets here",
+		"Authorization: Bearer abc.def-123 rest": "Authorization: [REDACTED] rest",
+		"key sk-proj-abcdefghijklmnop end":       "key [REDACTED] end",
+		"short sk-abc and (sk-x)":                "short [REDACTED] and ([REDACTED])",
+		"glued ask-proj-abcdefghijklmnop":        "glued a[REDACTED]",
+		"task-runner stays":                      "task-runner stays",
+		"ghp_abcdefghijklmnopqrstuvwxyz":         "[REDACTED]",
+		"ghp-abc, gho_x":                         "[REDACTED], [REDACTED]",
+		"slack xoxb-123-456 token":               "slack [REDACTED] token",
+		"id AKIAABCDEFGHIJKLMNOP. next":          "id [REDACTED] next", // the token class includes "."
+		"pem -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- after": "pem [REDACTED] after",
+		"open -----BEGIN PRIVATE KEY----- MIIE...":                                       "open [REDACTED]",
+		"akiaabcdefghijklmnopsk-x":                                                       "[REDACTED][REDACTED]",
+	}
+	for in, want := range cases {
+		if got := ScrubSecrets(in); got != want {
+			t.Errorf("ScrubSecrets(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzScrubSecrets(f *testing.F) {
+	for _, s := range append(leakSamples(), "plain", "x sk-a", "akiaabcdefghijklmnopsk-x", "bearer\tabc") {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := ScrubSecrets(s)
+		if LooksLikeSecret(out) || credentialPattern.MatchString(out) {
+			t.Fatalf("ScrubSecrets(%q) = %q still holds a credential", s, out)
+		}
+		if !credentialPattern.MatchString(s) && out != s {
+			t.Fatalf("clean input changed: %q → %q", s, out)
+		}
+	})
+}
+
+// leakSamples are the acceptance-test credentials, as given and lower-cased.
+func leakSamples() []string {
+	base := []string{
+		"Bearer abc.def-123",
+		"sk-proj-abcdefghijklmnop",
+		"-----BEGIN RSA PRIVATE KEY-----",
+		"-----BEGIN PRIVATE KEY-----",
+		"ghp_abcdefghijklmnopqrstuvwxyz",
+		"github_pat_abcdefghijklmnop",
+		"AKIAABCDEFGHIJKLMNOP",
+	}
+	out := append([]string(nil), base...)
+	for _, s := range base {
+		out = append(out, strings.ToLower(s))
+	}
+	return out
+}
