@@ -1,0 +1,445 @@
+// Package queue is the durable controller work queue (worker-lifecycle §2): enqueue inside the
+// caller's transaction, claim under a lease, and fenced transitions that publish only while the
+// claim is still owned. The SQL is in package store; this package gives it its meaning, its
+// errors and its options.
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/openclaw/occ/internal/store"
+)
+
+// States of a work row.
+const (
+	StateQueued          = "queued"
+	StateClaimed         = "claimed"
+	StateSucceeded       = "succeeded"
+	StateFailedPermanent = "failed_permanent"
+)
+
+// Targets.
+const (
+	NamespaceReady   = "ready"
+	NamespaceDeleted = "deleted"
+	AgentStopped     = "stopped"
+	AgentDeleted     = "deleted"
+)
+
+// Queue-level reason codes.
+const (
+	CodeReconcileSucceeded     = "RECONCILE_SUCCEEDED"
+	CodeLeaseExpired           = "LEASE_EXPIRED"
+	CodeMaxAttemptsExhausted   = "MAX_ATTEMPTS_EXHAUSTED"
+	CodeActiveRevisionRecovery = "ACTIVE_REVISION_RECOVERY"
+	CodeUnknownFailure         = "UNKNOWN_FAILURE"
+)
+
+// Defaults of the queue library (worker settings override them).
+const (
+	DefaultMaxAttempts      = 10
+	DefaultLeaseDuration    = 60 * time.Second
+	DefaultClaimRaceRetries = 3
+	DefaultRecoveryLimit    = 100
+	MaxRecoveryLimit        = 1000
+	InitialBackoff          = time.Second
+	MaxBackoff              = 300 * time.Second
+)
+
+var (
+	// ErrClaimLost: a fenced write or a renewal matched no row — the token was replaced, the lease
+	// expired, or the row is no longer claimed. Nothing was published.
+	ErrClaimLost = errors.New("queue: claim lost")
+	// ErrConflict: a row with this key exists with another owner, actor or target.
+	ErrConflict = errors.New("queue: work conflicts with existing work")
+	// ErrInvalidWork: the work's key or target shape is not one the queue accepts.
+	ErrInvalidWork = errors.New("queue: invalid work")
+	// ErrInvalidResult: the result data does not have a shape allowed for that state and code.
+	ErrInvalidResult = errors.New("queue: invalid result data")
+)
+
+// Work is one row of occ.controller_work.
+type Work = store.WorkRecord
+
+// Claim is a claimed row and the token that fences every write for it.
+type Claim struct {
+	Work           Work
+	Token          uuid.UUID
+	LeaseExpiresAt time.Time
+}
+
+// Attempt is the attempt number of this claim (1 on the first claim).
+func (c Claim) Attempt() int { return c.Work.AttemptCount }
+
+// EnqueueWork is the owner and target of new work.
+type EnqueueWork struct {
+	Key             string
+	NamespaceID     string
+	ActorID         string
+	AgentID         *string
+	RevisionID      *string
+	NamespaceTarget *string
+	AgentTarget     *string
+	AvailableAt     *time.Time
+}
+
+// Enqueue inserts the work in the caller's transaction (idle workers are notified on commit), or
+// returns the existing row with that key unchanged, even when it is terminal: enqueue never
+// revives work, so a finished row is a receipt. An existing row with another owner, actor or
+// target is ErrConflict.
+func Enqueue(ctx context.Context, db store.DBTX, w EnqueueWork) (Work, error) {
+	if err := validateEnqueue(w); err != nil {
+		return Work{}, err
+	}
+	row, inserted, err := store.EnqueueWork(ctx, db, store.WorkRow{
+		Key: w.Key, NamespaceID: w.NamespaceID, AgentID: w.AgentID, RevisionID: w.RevisionID, ActorID: w.ActorID,
+		NamespaceTarget: w.NamespaceTarget, AgentTarget: w.AgentTarget,
+	}, w.AvailableAt)
+	if err != nil {
+		return Work{}, err
+	}
+	if !inserted && !sameOwner(row, w) {
+		return Work{}, fmt.Errorf("%w: %s", ErrConflict, w.Key)
+	}
+	return row, nil
+}
+
+func sameOwner(row Work, w EnqueueWork) bool {
+	return row.Kind == "lifecycle" && row.NamespaceID == w.NamespaceID && row.ActorID == w.ActorID &&
+		eq(row.AgentID, w.AgentID) && eq(row.RevisionID, w.RevisionID) &&
+		eq(row.NamespaceTarget, w.NamespaceTarget) && eq(row.AgentTarget, w.AgentTarget)
+}
+
+func eq(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+func validateEnqueue(w EnqueueWork) error {
+	invalid := func(why string) error { return fmt.Errorf("%w: %s", ErrInvalidWork, why) }
+	switch {
+	case w.Key == "" || len(w.Key) > 512:
+		return invalid("key must be 1..512 characters")
+	case strings.Contains(w.Key, ":repository_cleanup:"):
+		return invalid("repository cleanup keys are not enqueued here")
+	case w.NamespaceID == "" || w.ActorID == "":
+		return invalid("namespace and actor are required")
+	}
+	set := func(p *string) bool { return p != nil }
+	switch {
+	case !set(w.AgentID) && !set(w.RevisionID):
+		if set(w.AgentTarget) || !set(w.NamespaceTarget) || (*w.NamespaceTarget != NamespaceReady && *w.NamespaceTarget != NamespaceDeleted) {
+			return invalid("namespace work needs namespace target ready or deleted")
+		}
+	case set(w.AgentID) && !set(w.RevisionID):
+		if set(w.NamespaceTarget) || !set(w.AgentTarget) || (*w.AgentTarget != AgentStopped && *w.AgentTarget != AgentDeleted) {
+			return invalid("agent work needs agent target stopped or deleted")
+		}
+	case set(w.AgentID) && set(w.RevisionID):
+		if set(w.NamespaceTarget) || (set(w.AgentTarget) && *w.AgentTarget != "credentials_withdrawn") {
+			return invalid("revision work takes no namespace target")
+		}
+	default:
+		return invalid("revision work needs its agent")
+	}
+	return nil
+}
+
+// Options tune a Queue.
+type Options struct {
+	MaxAttempts      int
+	LeaseDuration    time.Duration
+	ClaimRaceRetries int
+	RecoveryLimit    int
+	// Jitter returns the full-jitter factor in [0, 1) for a delay; nil lets PostgreSQL draw one per
+	// row. Tests inject a constant.
+	Jitter func() float64
+}
+
+// Queue runs claims and fenced transitions on one database.
+type Queue struct {
+	db   store.DBTX
+	opts Options
+}
+
+// New returns a Queue on db (a pool) with defaults for unset options.
+func New(db store.DBTX, o Options) *Queue {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = DefaultLeaseDuration
+	}
+	if o.ClaimRaceRetries <= 0 {
+		o.ClaimRaceRetries = DefaultClaimRaceRetries
+	}
+	if o.RecoveryLimit <= 0 {
+		o.RecoveryLimit = DefaultRecoveryLimit
+	}
+	o.RecoveryLimit = min(o.RecoveryLimit, MaxRecoveryLimit)
+	return &Queue{db: db, opts: o}
+}
+
+// MaxAttempts is the attempt budget.
+func (q *Queue) MaxAttempts() int { return q.opts.MaxAttempts }
+
+// LeaseDuration is the length of a claim's lease.
+func (q *Queue) LeaseDuration() time.Duration { return q.opts.LeaseDuration }
+
+func (q *Queue) jitter() *float64 {
+	if q.opts.Jitter == nil {
+		return nil
+	}
+	j := q.opts.Jitter()
+	return &j
+}
+
+// Claim claims up to limit rows, at most one per lane. It retries a statement that lost a race
+// (unique lane violation, serialization failure, deadlock) up to ClaimRaceRetries times.
+func (q *Queue) Claim(ctx context.Context, limit int) ([]Claim, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var rows []Work
+	var err error
+	for range q.opts.ClaimRaceRetries {
+		rows, err = store.ClaimWork(ctx, q.db, limit, q.opts.MaxAttempts, q.opts.LeaseDuration)
+		if !isClaimRace(err) {
+			break
+		}
+	}
+	if isClaimRace(err) {
+		return nil, nil // lost every race: someone else is claiming; try again next round
+	}
+	if err != nil {
+		return nil, err
+	}
+	claims := make([]Claim, len(rows))
+	for i, w := range rows {
+		claims[i] = Claim{Work: w, Token: *w.ClaimToken, LeaseExpiresAt: *w.LeaseExpiresAt}
+	}
+	return claims, nil
+}
+
+func isClaimRace(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "23505", "40001", "40P01":
+		return true
+	}
+	return false
+}
+
+// Renew extends the leases of claims in one statement and returns the new expiry of each claim
+// it still owns, by key. A claim missing from the result is lost.
+func (q *Queue) Renew(ctx context.Context, db store.DBTX, claims []Claim) (map[string]time.Time, error) {
+	if len(claims) == 0 {
+		return map[string]time.Time{}, nil
+	}
+	keys := make([]string, len(claims))
+	tokens := make([]uuid.UUID, len(claims))
+	for i, c := range claims {
+		keys[i], tokens[i] = c.Work.Key, c.Token
+	}
+	if db == nil {
+		db = q.db
+	}
+	renewed, err := store.RenewLeases(ctx, db, keys, tokens, q.opts.LeaseDuration)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]time.Time, len(renewed))
+	for _, r := range renewed {
+		out[r.Key] = r.LeaseExpiresAt
+	}
+	return out, nil
+}
+
+// RenewOne renews one claim in db (a finalization transaction starts with it) and returns its new
+// expiry, or ErrClaimLost.
+func (q *Queue) RenewOne(ctx context.Context, db store.DBTX, c Claim) (time.Time, error) {
+	renewed, err := q.Renew(ctx, db, []Claim{c})
+	if err != nil {
+		return time.Time{}, err
+	}
+	at, ok := renewed[c.Work.Key]
+	if !ok {
+		return time.Time{}, ErrClaimLost
+	}
+	return at, nil
+}
+
+// Complete ends the claim as succeeded with code (default RECONCILE_SUCCEEDED).
+func (q *Queue) Complete(ctx context.Context, db store.DBTX, c Claim, code string, result json.RawMessage) (Work, error) {
+	if code == "" {
+		code = CodeReconcileSucceeded
+	}
+	return fenced(store.CompleteWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
+}
+
+// DeferOptions shape a convergence wait (worker-lifecycle §2.4 defer).
+type DeferOptions struct {
+	Delay *time.Duration // nil: backoff of the refunded attempt
+	// SkipEvidence writes no evidence row (the caller knows the wait repeats); by default a row is
+	// written unless it repeats the latest evidence's outcome and code.
+	SkipEvidence   bool
+	RepeatEvidence bool
+	Refusal        *string
+	StopYielded    bool
+}
+
+// Defer requeues the claim without spending its attempt.
+func (q *Queue) Defer(ctx context.Context, db store.DBTX, c Claim, code string, o DeferOptions) (Work, error) {
+	return fenced(store.DeferWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), store.DeferOptions{
+		Delay: o.Delay, Jitter: q.jitter(), RecordEvidence: !o.SkipEvidence, RepeatEvidence: o.RepeatEvidence,
+		Refusal: o.Refusal, StopYielded: o.StopYielded,
+	}))
+}
+
+// Retry spends the claimed attempt: requeued with full-jitter backoff, or failed_permanent with
+// code once the budget is exhausted (the returned row says which).
+func (q *Queue) Retry(ctx context.Context, db store.DBTX, c Claim, code string) (Work, error) {
+	return fenced(store.RetryWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), q.opts.MaxAttempts, q.jitter()))
+}
+
+// Fail ends the claim as failed_permanent with code and optional result data.
+func (q *Queue) Fail(ctx context.Context, db store.DBTX, c Claim, code string, result json.RawMessage) (Work, error) {
+	return fenced(store.FailWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
+}
+
+func fenced(w Work, err error) (Work, error) {
+	if errors.Is(err, store.ErrNoRows) {
+		return Work{}, ErrClaimLost
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.ConstraintName == "controller_work_result_valid" {
+		return Work{}, fmt.Errorf("%w: %s", ErrInvalidResult, pgErr.ConstraintName)
+	}
+	return w, err
+}
+
+// RecoverySummary is what one RecoverStale call did.
+type RecoverySummary struct {
+	Recovered       int // expired claims handled
+	Requeued        int
+	FailedPermanent int
+	ExhaustedQueued int
+	Failed          []string // keys that became failed_permanent
+}
+
+// RecoverStale runs both recovery statements: expired claims, then queued rows at or above the
+// attempt limit. Each statement writes its evidence and the Namespace → failed side effect
+// atomically. The worker runs it at the start of every loop iteration.
+func (q *Queue) RecoverStale(ctx context.Context) (RecoverySummary, error) {
+	var s RecoverySummary
+	expired, err := store.RecoverExpiredClaims(ctx, q.db, q.opts.RecoveryLimit, q.opts.MaxAttempts, q.jitter())
+	if err != nil {
+		return s, err
+	}
+	for _, r := range expired {
+		s.Recovered++
+		if r.State == StateFailedPermanent {
+			s.FailedPermanent++
+			s.Failed = append(s.Failed, r.Key)
+		} else {
+			s.Requeued++
+		}
+	}
+	exhausted, err := store.FailExhaustedQueued(ctx, q.db, q.opts.RecoveryLimit, q.opts.MaxAttempts)
+	if err != nil {
+		return s, err
+	}
+	for _, r := range exhausted {
+		s.ExhaustedQueued++
+		s.Failed = append(s.Failed, r.Key)
+	}
+	return s, nil
+}
+
+// Pending counts queued and claimed work.
+func (q *Queue) Pending(ctx context.Context) (int, error) { return store.PendingWork(ctx, q.db) }
+
+// ClaimableWorkWaiting reports whether a claim would find work now.
+func (q *Queue) ClaimableWorkWaiting(ctx context.Context) (bool, error) {
+	return store.ClaimableWorkWaiting(ctx, q.db, q.opts.MaxAttempts)
+}
+
+// Find reads one work row; store.ErrNotFound when absent.
+func (q *Queue) Find(ctx context.Context, key string) (Work, error) { return store.GetWork(ctx, q.db, key) }
+
+// LatestAttempt reads the newest evidence of a work item, optionally with a given code.
+func (q *Queue) LatestAttempt(ctx context.Context, key string, code *string) (*store.WorkAttempt, error) {
+	return store.LatestWorkAttempt(ctx, q.db, key, code)
+}
+
+var unsafeCodeChars = regexp.MustCompile(`[^A-Z0-9_]`)
+
+// SafeCode normalises a reason code: upper case, [^A-Z0-9_] → _, at most 64 characters; empty
+// becomes UNKNOWN_FAILURE. Every stored code passes through it.
+func SafeCode(s string) string {
+	s = unsafeCodeChars.ReplaceAllString(strings.ToUpper(s), "_")
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	if s == "" {
+		return CodeUnknownFailure
+	}
+	return s
+}
+
+// Backoff is the full-jitter delay before attempt n+1: min(300 s, 1 s · 2^min(max(n−1, 0), 30)) · jitter.
+func Backoff(n int, jitter float64) time.Duration {
+	exp := min(max(n-1, 0), 30)
+	d := min(float64(MaxBackoff), float64(InitialBackoff)*float64(int64(1)<<exp))
+	return time.Duration(d * jitter)
+}
+
+// Operation names the work for logs (worker.completed `operation`).
+func Operation(w Work) string {
+	switch {
+	case w.RevisionID != nil && w.AgentTarget != nil && *w.AgentTarget == "credentials_withdrawn":
+		return "agent_revision.credential_withdrawal"
+	case w.RevisionID != nil:
+		return "agent_revision.reconcile"
+	case w.AgentID != nil && w.AgentTarget != nil && *w.AgentTarget == AgentDeleted:
+		return "agent.delete"
+	case w.AgentID != nil:
+		return "agent.stop"
+	case w.NamespaceTarget != nil && *w.NamespaceTarget == NamespaceDeleted:
+		return "namespace.delete"
+	default:
+		return "namespace.ensure"
+	}
+}
+
+// MetricKind names the work for metrics (occ_reconciliation_attempts_total `work_kind`).
+func MetricKind(w Work) string {
+	switch Operation(w) {
+	case "agent_revision.credential_withdrawal":
+		return "agent_credential_withdrawal"
+	case "agent_revision.reconcile":
+		return "agent_revision"
+	case "agent.delete":
+		return "agent_delete"
+	case "agent.stop":
+		return "agent_stop"
+	case "namespace.delete":
+		return "namespace_delete"
+	default:
+		return "namespace_ensure"
+	}
+}

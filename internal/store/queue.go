@@ -1,0 +1,447 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// The SQL of the durable work queue (worker-lifecycle §2). Package queue gives it meaning; this
+// file only speaks SQL. Every write after a claim is fenced by
+//
+//	state = 'claimed' AND claim_token = $token AND lease_expires_at > clock_timestamp()
+//
+// and every transition but enqueue and renew writes its evidence row to occ.audit_events in the
+// same statement, so a transition and its evidence can never be separated.
+
+// WorkRecord is one row of occ.controller_work.
+type WorkRecord struct {
+	Key             string
+	Kind            string
+	NamespaceID     string
+	AgentID         *string
+	RevisionID      *string
+	ActorID         string
+	NamespaceTarget *string
+	AgentTarget     *string
+	State           string
+	AvailableAt     time.Time
+	AttemptCount    int
+	ClaimToken      *uuid.UUID
+	LeaseExpiresAt  *time.Time
+	CompletedAt     *time.Time
+	ReasonCode      *string
+	ResultData      json.RawMessage
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+const workColumns = `w.idempotency_key, w.work_kind, w.namespace_id, w.agent_id, w.revision_id, w.actor_id,
+  w.namespace_target, w.agent_target, w.state, w.available_at, w.attempt_count, w.claim_token,
+  w.lease_expires_at, w.completed_at, w.reason_code, w.result_data, w.created_at, w.updated_at`
+
+func scanWork(row pgx.CollectableRow) (WorkRecord, error) {
+	var w WorkRecord
+	err := row.Scan(&w.Key, &w.Kind, &w.NamespaceID, &w.AgentID, &w.RevisionID, &w.ActorID,
+		&w.NamespaceTarget, &w.AgentTarget, &w.State, &w.AvailableAt, &w.AttemptCount, &w.ClaimToken,
+		&w.LeaseExpiresAt, &w.CompletedAt, &w.ReasonCode, &w.ResultData, &w.CreatedAt, &w.UpdatedAt)
+	return w, err
+}
+
+// ErrNoRows is returned by fenced writes that matched nothing: the claim is lost.
+var ErrNoRows = errors.New("no rows")
+
+// EnqueueWork inserts a queued row and notifies idle workers (delivered on commit), or returns
+// the existing row with that key unchanged (inserted false).
+func EnqueueWork(ctx context.Context, db DBTX, w WorkRow, availableAt *time.Time) (WorkRecord, bool, error) {
+	rows, err := db.Query(ctx, `
+WITH inserted AS (
+  INSERT INTO occ.controller_work AS w
+    (idempotency_key, namespace_id, agent_id, revision_id, actor_id, namespace_target, agent_target,
+     available_at, created_at, updated_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8, clock_timestamp()), clock_timestamp(), clock_timestamp())
+  ON CONFLICT (idempotency_key) DO NOTHING
+  RETURNING `+workColumns+`)
+SELECT `+unqualified(workColumns)+`
+  FROM inserted CROSS JOIN LATERAL (SELECT pg_notify('`+WorkNotifyChannel+`', inserted.idempotency_key)) notified`,
+		w.Key, w.NamespaceID, w.AgentID, w.RevisionID, w.ActorID, w.NamespaceTarget, w.AgentTarget, availableAt)
+	if err != nil {
+		return WorkRecord{}, false, err
+	}
+	recs, err := pgx.CollectRows(rows, scanWork)
+	if err != nil {
+		return WorkRecord{}, false, err
+	}
+	if len(recs) == 1 {
+		return recs[0], true, nil
+	}
+	existing, err := GetWork(ctx, db, w.Key)
+	return existing, false, err
+}
+
+// GetWork reads one row; ErrNotFound when absent.
+func GetWork(ctx context.Context, db DBTX, key string) (WorkRecord, error) {
+	rows, err := db.Query(ctx, `SELECT `+workColumns+` FROM occ.controller_work w WHERE w.idempotency_key = $1`, key)
+	if err != nil {
+		return WorkRecord{}, err
+	}
+	rec, err := pgx.CollectExactlyOneRow(rows, scanWork)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return WorkRecord{}, ErrNotFound
+	}
+	return rec, err
+}
+
+// ClaimWork claims up to limit queued rows whose time has come, at most one per lane
+// (COALESCE(agent_id, namespace_id)) and none in a lane that is already claimed. Each claim gets
+// attempt + 1, a fresh token and a lease measured on the database clock. Rows are skipped, not
+// waited for, when another claimer holds them. Two claimers that pick different rows of one lane
+// collide on controller_work_one_claim_per_resource (23505); the caller retries.
+func ClaimWork(ctx context.Context, db DBTX, limit, maxAttempts int, lease time.Duration) ([]WorkRecord, error) {
+	rows, err := db.Query(ctx, `
+WITH locked AS (
+  SELECT w.idempotency_key, COALESCE(w.agent_id, w.namespace_id) AS lane, w.available_at, w.created_at
+    FROM occ.controller_work w
+   WHERE w.state = 'queued' AND w.available_at <= clock_timestamp() AND w.attempt_count < $2
+     AND NOT EXISTS (SELECT 1 FROM occ.controller_work f
+                      WHERE f.state = 'claimed'
+                        AND COALESCE(f.agent_id, f.namespace_id) = COALESCE(w.agent_id, w.namespace_id))
+   ORDER BY w.available_at, w.created_at, w.idempotency_key
+   FOR UPDATE OF w SKIP LOCKED
+   LIMIT $1 * 4),
+picked AS (
+  SELECT key FROM (
+    SELECT DISTINCT ON (lane) idempotency_key AS key, available_at, created_at
+      FROM locked ORDER BY lane, available_at, created_at, idempotency_key) one_per_lane
+   ORDER BY available_at, created_at, key
+   LIMIT $1)
+UPDATE occ.controller_work w
+   SET state = 'claimed', attempt_count = w.attempt_count + 1, claim_token = gen_random_uuid(),
+       lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond', updated_at = clock_timestamp()
+  FROM picked
+ WHERE w.idempotency_key = picked.key
+RETURNING `+workColumns, limit, maxAttempts, lease.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanWork)
+}
+
+// RenewedLease is one lease that a renewal extended.
+type RenewedLease struct {
+	Key            string
+	LeaseExpiresAt time.Time
+}
+
+// RenewLeases extends every still-owned lease in one statement. Claims absent from the result
+// were lost (token replaced, lease expired or row no longer claimed).
+func RenewLeases(ctx context.Context, db DBTX, keys []string, tokens []uuid.UUID, lease time.Duration) ([]RenewedLease, error) {
+	rows, err := db.Query(ctx, `
+UPDATE occ.controller_work w
+   SET lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond', updated_at = clock_timestamp()
+  FROM unnest($1::text[], $2::uuid[]) AS c(key, token)
+ WHERE w.idempotency_key = c.key AND w.claim_token = c.token
+   AND w.state = 'claimed' AND w.lease_expires_at > clock_timestamp()
+RETURNING w.idempotency_key, w.lease_expires_at`, keys, tokens, lease.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (RenewedLease, error) {
+		var l RenewedLease
+		err := r.Scan(&l.Key, &l.LeaseExpiresAt)
+		return l, err
+	})
+}
+
+// evidenceInsert is the INSERT that writes one evidence row per row of the CTE `src`, which must
+// expose the work columns plus `reason` (text), `outcome` (text), `refusal` (text, nullable) and
+// `stop_yielded` (boolean, nullable).
+func evidenceInsert(src string) string {
+	return `
+INSERT INTO occ.audit_events (id, kind, actor_id, action, namespace_id, resource_kind, resource_id, outcome, details)
+SELECT 'aud_' || gen_random_uuid()::text, 'mutation', s.actor_id, 'reconcile', s.namespace_id,
+       CASE WHEN s.revision_id IS NOT NULL OR s.idempotency_key LIKE 'agent_revision:%' THEN 'agent_revision'
+            WHEN s.agent_id IS NOT NULL THEN 'agent' ELSE 'namespace' END,
+       CASE WHEN s.revision_id IS NOT NULL THEN s.revision_id
+            WHEN s.idempotency_key LIKE 'agent_revision:%' THEN split_part(s.idempotency_key, ':', 2)
+            ELSE COALESCE(s.agent_id, s.namespace_id) END,
+       s.outcome,
+       jsonb_strip_nulls(jsonb_build_object(
+         'reasonCode', s.reason, 'attemptCount', s.attempt_count, 'workId', s.idempotency_key,
+         'final', CASE WHEN s.state = 'failed_permanent' THEN true END,
+         'refusal', s.refusal, 'stopYielded', s.stop_yielded))
+  FROM ` + src + ` s`
+}
+
+// fence is the claim guard of every write after a claim.
+const fence = `w.idempotency_key = $1 AND w.state = 'claimed' AND w.claim_token = $2 AND w.lease_expires_at > clock_timestamp()`
+
+// backoff is the full-jitter delay in milliseconds for the attempt count `n`:
+// min(300000, 1000 * 2^min(max(n-1, 0), 30)) * jitter, jitter in [0, 1). A NULL $jitter parameter
+// means random() per row.
+func backoff(n, jitter string) string {
+	return `(LEAST(300000, 1000 * power(2, LEAST(GREATEST(` + n + ` - 1, 0), 30))) * COALESCE(` + jitter + `, random()))`
+}
+
+func fencedTransition(ctx context.Context, db DBTX, sql string, args ...any) (WorkRecord, error) {
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return WorkRecord{}, err
+	}
+	rec, err := pgx.CollectExactlyOneRow(rows, scanWork)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return WorkRecord{}, ErrNoRows
+	}
+	return rec, err
+}
+
+// CompleteWork marks the claimed row succeeded with its reason code and result data.
+func CompleteWork(ctx context.Context, db DBTX, key string, token uuid.UUID, code string, result json.RawMessage) (WorkRecord, error) {
+	return fencedTransition(ctx, db, `
+WITH updated AS (
+  UPDATE occ.controller_work w
+     SET state = 'succeeded', completed_at = clock_timestamp(), reason_code = $3, result_data = $4,
+         claim_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
+   WHERE `+fence+`
+  RETURNING w.*, $3::text AS reason, 'success'::text AS outcome, NULL::text AS refusal, NULL::boolean AS stop_yielded),
+evidence AS (`+evidenceInsert("updated")+`)
+SELECT `+unqualified(workColumns)+` FROM updated`, key, token, code, nullableRaw(result))
+}
+
+// DeferOptions shape a convergence wait.
+type DeferOptions struct {
+	Delay          *time.Duration // nil: the backoff of the refunded attempt
+	Jitter         *float64       // nil: random()
+	RecordEvidence bool
+	RepeatEvidence bool // write evidence even when it repeats the latest
+	Refusal        *string
+	StopYielded    bool
+}
+
+// DeferWork requeues the claimed row without spending its attempt. Evidence (outcome success) is
+// written unless recording is off or it would repeat the latest evidence of this work item.
+func DeferWork(ctx context.Context, db DBTX, key string, token uuid.UUID, code string, o DeferOptions) (WorkRecord, error) {
+	var delayMs *int64
+	if o.Delay != nil {
+		ms := o.Delay.Milliseconds()
+		delayMs = &ms
+	}
+	var stopYielded *bool
+	if o.StopYielded {
+		stopYielded = &o.StopYielded
+	}
+	return fencedTransition(ctx, db, `
+WITH updated AS (
+  UPDATE occ.controller_work w
+     SET state = 'queued', attempt_count = GREATEST(w.attempt_count - 1, 0),
+         available_at = clock_timestamp() + COALESCE($4::bigint, `+backoff("w.attempt_count", "$5::float8")+`) * interval '1 millisecond',
+         claim_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
+   WHERE `+fence+`
+  RETURNING w.*, $3::text AS reason, 'success'::text AS outcome, $8::text AS refusal, $9::boolean AS stop_yielded),
+latest AS (
+  SELECT e.outcome, e.details ->> 'reasonCode' AS reason
+    FROM occ.audit_events e
+   WHERE e.action = 'reconcile' AND (e.details ->> 'workId') = $1
+   ORDER BY e.occurred_at DESC LIMIT 1),
+record AS (
+  SELECT u.* FROM updated u
+   WHERE $6 AND ($7 OR NOT EXISTS (SELECT 1 FROM latest l WHERE l.outcome = 'success' AND l.reason = $3))),
+evidence AS (`+evidenceInsert("record")+`)
+SELECT `+unqualified(workColumns)+` FROM updated`,
+		key, token, code, delayMs, o.Jitter, o.RecordEvidence, o.RepeatEvidence, o.Refusal, stopYielded)
+}
+
+// RetryWork spends the claimed attempt: requeued with backoff, or failed_permanent with the code
+// when the attempt budget is exhausted (keeping available_at).
+func RetryWork(ctx context.Context, db DBTX, key string, token uuid.UUID, code string, maxAttempts int, jitter *float64) (WorkRecord, error) {
+	return fencedTransition(ctx, db, `
+WITH updated AS (
+  UPDATE occ.controller_work w
+     SET state = CASE WHEN w.attempt_count >= $4 THEN 'failed_permanent' ELSE 'queued' END,
+         completed_at = CASE WHEN w.attempt_count >= $4 THEN clock_timestamp() END,
+         reason_code = CASE WHEN w.attempt_count >= $4 THEN $3 END,
+         result_data = NULL,
+         available_at = CASE WHEN w.attempt_count >= $4 THEN w.available_at
+                             ELSE clock_timestamp() + `+backoff("w.attempt_count", "$5::float8")+` * interval '1 millisecond' END,
+         claim_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
+   WHERE `+fence+`
+  RETURNING w.*, $3::text AS reason, 'failure'::text AS outcome, NULL::text AS refusal, NULL::boolean AS stop_yielded),
+failed_namespace AS (`+namespaceFailedUpdate("updated")+`),
+evidence AS (`+evidenceInsert("updated")+`)
+SELECT `+unqualified(workColumns)+` FROM updated`, key, token, code, maxAttempts, jitter)
+}
+
+// FailWork ends the claimed row as failed_permanent with the code and result data.
+func FailWork(ctx context.Context, db DBTX, key string, token uuid.UUID, code string, result json.RawMessage) (WorkRecord, error) {
+	return fencedTransition(ctx, db, `
+WITH updated AS (
+  UPDATE occ.controller_work w
+     SET state = 'failed_permanent', completed_at = clock_timestamp(), reason_code = $3, result_data = $4,
+         claim_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
+   WHERE `+fence+`
+  RETURNING w.*, $3::text AS reason, 'failure'::text AS outcome, NULL::text AS refusal, NULL::boolean AS stop_yielded),
+evidence AS (`+evidenceInsert("updated")+`)
+SELECT `+unqualified(workColumns)+` FROM updated`, key, token, code, nullableRaw(result))
+}
+
+// namespaceFailedUpdate flips a still-provisioning, live Namespace to failed when its ready-target
+// work in `src` became failed_permanent — in the same statement as the transition, so the two
+// commit or roll back together.
+func namespaceFailedUpdate(src string) string {
+	return `
+UPDATE occ.namespaces n SET status = 'failed'
+  FROM ` + src + ` s
+ WHERE s.state = 'failed_permanent' AND s.agent_id IS NULL AND s.namespace_target = 'ready'
+   AND n.id = s.namespace_id AND n.status = 'provisioning' AND n.deleted_at IS NULL
+RETURNING n.id`
+}
+
+// RecoveredWork is one row that stale recovery requeued or failed.
+type RecoveredWork struct {
+	Key        string
+	State      string
+	ReasonCode string
+}
+
+// RecoverExpiredClaims requeues (or, at the attempt limit, fails with LEASE_EXPIRED) up to limit
+// claims whose lease ran out. A deploy whose revision is already the running active pointer gets
+// one extra attempt (ACTIVE_REVISION_RECOVERY) instead of failing.
+func RecoverExpiredClaims(ctx context.Context, db DBTX, limit, maxAttempts int, jitter *float64) ([]RecoveredWork, error) {
+	rows, err := db.Query(ctx, `
+WITH expired AS (
+  SELECT w.idempotency_key, w.attempt_count,
+         (w.revision_id IS NOT NULL AND w.idempotency_key LIKE 'agent_revision:%:reconcile'
+          AND w.attempt_count >= $2
+          AND EXISTS (SELECT 1 FROM occ.agents a JOIN occ.namespaces n ON n.id = a.namespace_id
+                       WHERE a.id = w.agent_id AND a.active_revision_id = w.revision_id
+                         AND a.desired_runtime_state = 'running' AND n.status = 'ready' AND n.deleted_at IS NULL)
+          AND NOT EXISTS (SELECT 1 FROM occ.audit_events e
+                           WHERE e.action = 'reconcile' AND (e.details ->> 'workId') = w.idempotency_key
+                             AND (e.details ->> 'reasonCode') = 'ACTIVE_REVISION_RECOVERY')) AS recovering
+    FROM occ.controller_work w
+   WHERE w.state = 'claimed' AND w.lease_expires_at <= clock_timestamp()
+   ORDER BY w.lease_expires_at, w.idempotency_key
+   FOR UPDATE OF w SKIP LOCKED
+   LIMIT $1),
+updated AS (
+  UPDATE occ.controller_work w
+     SET state = CASE WHEN e.attempt_count >= $2 AND NOT e.recovering THEN 'failed_permanent' ELSE 'queued' END,
+         completed_at = CASE WHEN e.attempt_count >= $2 AND NOT e.recovering THEN clock_timestamp() END,
+         reason_code = CASE WHEN e.attempt_count >= $2 AND NOT e.recovering THEN 'LEASE_EXPIRED' END,
+         result_data = NULL,
+         attempt_count = CASE WHEN e.recovering THEN $2 - 1 ELSE w.attempt_count END,
+         available_at = CASE
+           WHEN e.attempt_count >= $2 AND NOT e.recovering THEN w.available_at
+           WHEN e.recovering THEN clock_timestamp() + 1000 * COALESCE($3::float8, random()) * interval '1 millisecond'
+           ELSE clock_timestamp() + `+backoff("w.attempt_count", "$3::float8")+` * interval '1 millisecond' END,
+         claim_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
+    FROM expired e
+   WHERE w.idempotency_key = e.idempotency_key
+  RETURNING w.*, CASE WHEN e.recovering THEN 'ACTIVE_REVISION_RECOVERY' ELSE 'LEASE_EXPIRED' END AS reason,
+            'failure'::text AS outcome, NULL::text AS refusal, NULL::boolean AS stop_yielded),
+failed_namespace AS (`+namespaceFailedUpdate("updated")+`),
+evidence AS (`+evidenceInsert("updated")+`)
+SELECT idempotency_key, state, reason FROM updated ORDER BY idempotency_key`, limit, maxAttempts, jitter)
+	if err != nil {
+		return nil, err
+	}
+	return collectRecovered(rows)
+}
+
+// FailExhaustedQueued ends queued rows at or above the attempt limit (the operator lowered
+// OCC_WORKER_MAX_ATTEMPTS) with MAX_ATTEMPTS_EXHAUSTED.
+func FailExhaustedQueued(ctx context.Context, db DBTX, limit, maxAttempts int) ([]RecoveredWork, error) {
+	rows, err := db.Query(ctx, `
+WITH exhausted AS (
+  SELECT w.idempotency_key FROM occ.controller_work w
+   WHERE w.state = 'queued' AND w.attempt_count >= $2
+   ORDER BY w.available_at, w.idempotency_key
+   FOR UPDATE OF w SKIP LOCKED
+   LIMIT $1),
+updated AS (
+  UPDATE occ.controller_work w
+     SET state = 'failed_permanent', completed_at = clock_timestamp(), reason_code = 'MAX_ATTEMPTS_EXHAUSTED',
+         result_data = NULL, updated_at = clock_timestamp()
+    FROM exhausted e
+   WHERE w.idempotency_key = e.idempotency_key
+  RETURNING w.*, 'MAX_ATTEMPTS_EXHAUSTED'::text AS reason, 'failure'::text AS outcome,
+            NULL::text AS refusal, NULL::boolean AS stop_yielded),
+failed_namespace AS (`+namespaceFailedUpdate("updated")+`),
+evidence AS (`+evidenceInsert("updated")+`)
+SELECT idempotency_key, state, reason FROM updated ORDER BY idempotency_key`, limit, maxAttempts)
+	if err != nil {
+		return nil, err
+	}
+	return collectRecovered(rows)
+}
+
+func collectRecovered(rows pgx.Rows) ([]RecoveredWork, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (RecoveredWork, error) {
+		var w RecoveredWork
+		err := r.Scan(&w.Key, &w.State, &w.ReasonCode)
+		return w, err
+	})
+}
+
+// PendingWork counts queued and claimed rows.
+func PendingWork(ctx context.Context, db DBTX) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `SELECT count(*) FROM occ.controller_work WHERE state IN ('queued', 'claimed')`).Scan(&n)
+	return n, err
+}
+
+// ClaimableWorkWaiting reports whether claim() would find a row now; work in a lane that is
+// already claimed (the caller's own included) and delayed work do not count.
+func ClaimableWorkWaiting(ctx context.Context, db DBTX, maxAttempts int) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `
+SELECT EXISTS (
+  SELECT 1 FROM occ.controller_work w
+   WHERE w.state = 'queued' AND w.available_at <= clock_timestamp() AND w.attempt_count < $1
+     AND NOT EXISTS (SELECT 1 FROM occ.controller_work f
+                      WHERE f.state = 'claimed'
+                        AND COALESCE(f.agent_id, f.namespace_id) = COALESCE(w.agent_id, w.namespace_id)))`,
+		maxAttempts).Scan(&ok)
+	return ok, err
+}
+
+// WorkAttempt is the latest evidence of one work item.
+type WorkAttempt struct {
+	At      time.Time
+	Code    string
+	Outcome string
+	Refusal *string
+}
+
+// LatestWorkAttempt reads the newest evidence row bound to a work item (optionally with a code).
+func LatestWorkAttempt(ctx context.Context, db DBTX, key string, code *string) (*WorkAttempt, error) {
+	var a WorkAttempt
+	err := db.QueryRow(ctx, `
+SELECT e.occurred_at, e.details ->> 'reasonCode', e.outcome, e.details ->> 'refusal'
+  FROM occ.audit_events e
+ WHERE e.action = 'reconcile' AND (e.details ->> 'workId') = $1
+   AND ($2::text IS NULL OR (e.details ->> 'reasonCode') = $2)
+ ORDER BY e.occurred_at DESC LIMIT 1`, key, code).Scan(&a.At, &a.Code, &a.Outcome, &a.Refusal)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// unqualified drops the "w." table prefix so a column list can read a CTE.
+func unqualified(columns string) string { return strings.ReplaceAll(columns, "w.", "") }
+
+func nullableRaw(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
