@@ -139,15 +139,21 @@ type RenewedLease struct {
 }
 
 // RenewLeases extends every still-owned lease in one statement. Claims absent from the result
-// were lost (token replaced, lease expired or row no longer claimed).
+// were lost (token replaced, lease expired or row no longer claimed). It uses the simple query
+// protocol so that a renewal is always exactly one round trip: the worker measures how late an
+// answer is, and a prepare round trip in front of it would move the moment the row is updated.
 func RenewLeases(ctx context.Context, db DBTX, keys []string, tokens []uuid.UUID, lease time.Duration) ([]RenewedLease, error) {
+	tokenText := make([]string, len(tokens))
+	for i, t := range tokens {
+		tokenText[i] = t.String()
+	}
 	rows, err := db.Query(ctx, `
 UPDATE occ.controller_work w
    SET lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond', updated_at = clock_timestamp()
   FROM unnest($1::text[], $2::uuid[]) AS c(key, token)
  WHERE w.idempotency_key = c.key AND w.claim_token = c.token
    AND w.state = 'claimed' AND w.lease_expires_at > clock_timestamp()
-RETURNING w.idempotency_key, w.lease_expires_at`, keys, tokens, lease.Milliseconds())
+RETURNING w.idempotency_key, w.lease_expires_at`, pgx.QueryExecModeSimpleProtocol, keys, tokenText, lease.Milliseconds())
 	if err != nil {
 		return nil, err
 	}

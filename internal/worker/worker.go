@@ -1,0 +1,421 @@
+// Package worker is the controller worker: it claims durable work under a lease, re-authorizes
+// the original actor, calls its Compute Driver under the claim, and publishes results only while
+// it still owns the claim (worker-lifecycle §3). Passes run in parallel, at most one per lane
+// (the queue guarantees it) and at most Concurrency at once.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openclaw/occ/internal/audit"
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/queue"
+)
+
+// Recorder receives per-pass measurements (internal/metrics implements it).
+type Recorder interface {
+	ObserveAttempt(workKind, outcome string, d time.Duration)
+}
+
+// Config is what a Worker needs; the cli builds it from settings and the startup YAML.
+type Config struct {
+	Pool               *pgxpool.Pool
+	Queue              *queue.Queue
+	Compute            driver.Compute
+	IAMDriverID        string
+	InstallationID     string
+	Concurrency        int
+	PollInterval       time.Duration
+	ConvergenceTimeout time.Duration
+	// DatabaseTimeout bounds each of the loop's own queries, so a silent connection is abandoned.
+	DatabaseTimeout time.Duration
+	Logger          *slog.Logger
+	Metrics         Recorder // optional
+	ReadinessPath   string   // optional marker files
+	LivenessPath    string
+	// Notifications wakes the loop when work is enqueued (LISTEN/NOTIFY); optional, the poll
+	// interval is the fallback.
+	Notifications <-chan struct{}
+}
+
+// Worker runs the loop. Create it with New, run it with Run.
+type Worker struct {
+	cfg       Config
+	log       *slog.Logger
+	iam       *iam.Native
+	audit     *audit.Appender
+	pool      *pgxpool.Pool
+	q         *queue.Queue
+	markerGap time.Duration
+
+	mu       sync.Mutex
+	active   map[string]*activeClaim
+	stopping bool
+	passes   sync.WaitGroup
+	slotFree chan struct{}
+
+	lastAudit  *boundedMap // pending lifecycle audits already written, by work key
+	healthMu   sync.Mutex
+	lastHealth time.Time
+	lastLive   time.Time
+}
+
+// New validates cfg and returns a Worker.
+func New(cfg Config) (*Worker, error) {
+	switch {
+	case cfg.Pool == nil || cfg.Queue == nil || cfg.Compute == nil || cfg.Logger == nil:
+		return nil, errors.New("worker: pool, queue, compute and logger are required")
+	case cfg.InstallationID == "" || cfg.IAMDriverID == "":
+		return nil, errors.New("worker: installation and IAM driver ids are required")
+	case cfg.Concurrency < 1 || cfg.PollInterval <= 0 || cfg.ConvergenceTimeout <= 0:
+		return nil, errors.New("worker: concurrency, poll interval and convergence timeout must be positive")
+	}
+	if cfg.DatabaseTimeout <= 0 {
+		cfg.DatabaseTimeout = time.Minute
+	}
+	return &Worker{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		iam:       iam.NewNative(cfg.IAMDriverID, iam.StoreSource{DB: cfg.Pool}),
+		audit:     audit.NewAppender(cfg.InstallationID),
+		pool:      cfg.Pool,
+		q:         cfg.Queue,
+		markerGap: max(time.Second, 20*cfg.PollInterval),
+		active:    map[string]*activeClaim{},
+		slotFree:  make(chan struct{}, 1),
+		lastAudit: newBoundedMap(4096),
+	}, nil
+}
+
+// Run processes work until ctx is cancelled, then interrupts the passes in flight (their claims
+// are left to lease recovery), waits for them and returns.
+func (w *Worker) Run(ctx context.Context) error {
+	w.touchLiveness(true)
+	w.log.Info("worker.started", "computeDriverId", w.cfg.Compute.ID())
+
+	// Passes and renewals run on a context that outlives ctx: shutdown cancels each claim
+	// explicitly, with its own cause, so the pass can tell an interruption from a lost claim.
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	renewerDone := make(chan struct{})
+	go func() { defer close(renewerDone); w.renewLoop(runCtx) }()
+
+	for ctx.Err() == nil {
+		w.touchLiveness(false)
+		claimed := w.round(ctx, runCtx)
+		if claimed > 0 {
+			w.health(runCtx, true)
+			continue
+		}
+		w.health(runCtx, false)
+		w.idle(ctx)
+	}
+
+	w.mu.Lock()
+	w.stopping = true
+	for _, a := range w.active {
+		a.stop()
+	}
+	w.mu.Unlock()
+	w.passes.Wait()
+	cancelRun()
+	<-renewerDone
+	w.removeMarker(w.cfg.ReadinessPath)
+	w.log.Info("worker.stopped")
+	return nil
+}
+
+// round recovers stale claims and claims what free capacity allows; it returns how many passes it
+// started.
+func (w *Worker) round(parent, runCtx context.Context) int {
+	ctx, cancel := context.WithTimeout(parent, w.cfg.DatabaseTimeout)
+	defer cancel()
+	if _, err := w.q.RecoverStale(ctx); err != nil {
+		if parent.Err() == nil {
+			w.log.Error("worker.error", "code", "WORKER_UNAVAILABLE", "errorClass", driver.ErrorClass(err))
+		}
+		return 0
+	}
+	free := w.cfg.Concurrency - w.activeCount()
+	if free <= 0 {
+		return 0
+	}
+	sentAt := time.Now()
+	claims, err := w.q.Claim(ctx, free)
+	if err != nil {
+		if parent.Err() == nil {
+			w.log.Error("worker.error", "code", "WORKER_UNAVAILABLE", "errorClass", driver.ErrorClass(err))
+		}
+		return 0
+	}
+	for _, c := range claims {
+		a := newActiveClaim(runCtx, w.q, c, sentAt, w.logLateRenewal)
+		w.mu.Lock()
+		w.active[c.Work.Key] = a
+		w.mu.Unlock()
+		w.passes.Add(1)
+		go w.runPass(a)
+	}
+	return len(claims)
+}
+
+func (w *Worker) activeCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.active)
+}
+
+// idle waits for a notification, a freed slot, the poll interval or shutdown.
+func (w *Worker) idle(ctx context.Context) {
+	timer := time.NewTimer(w.cfg.PollInterval)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+	case <-timer.C:
+	case <-w.slotFree:
+	case <-w.cfg.Notifications:
+	}
+}
+
+// renewLoop renews every active lease in one statement every lease/3.
+func (w *Worker) renewLoop(ctx context.Context) {
+	ticker := time.NewTicker(max(time.Millisecond, w.q.LeaseDuration()/3))
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		w.mu.Lock()
+		var claims []*activeClaim
+		for _, a := range w.active {
+			claims = append(claims, a)
+		}
+		w.mu.Unlock()
+		var batch []queue.Claim
+		var sent []*activeClaim
+		var sentAt time.Time
+		for _, a := range claims {
+			if at, ok := a.beginRenewal(); ok {
+				batch, sent, sentAt = append(batch, a.claim), append(sent, a), at
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, w.cfg.DatabaseTimeout)
+		renewed, err := w.q.Renew(rctx, nil, batch)
+		cancel()
+		for _, a := range sent {
+			_, ok := renewed[a.key()]
+			a.endRenewal(sentAt, ok, err)
+		}
+		if err == nil {
+			w.touchLiveness(false)
+			go w.health(ctx, false)
+		}
+	}
+}
+
+func (w *Worker) logLateRenewal(a *activeClaim, d time.Duration) {
+	w.log.Warn("worker.claim-renewal-warning", "workId", a.key(), "attempt", a.claim.Attempt(),
+		"operation", queue.Operation(a.claim.Work), "code", CauseRenewalLate, "durationMs", ms(d))
+}
+
+// runPass runs one claimed pass to its end and reports it.
+func (w *Worker) runPass(a *activeClaim) {
+	defer w.passes.Done()
+	defer func() {
+		a.release()
+		w.mu.Lock()
+		delete(w.active, a.key())
+		w.mu.Unlock()
+		select {
+		case w.slotFree <- struct{}{}:
+		default:
+		}
+	}()
+	started := time.Now()
+	work := a.claim.Work
+	r, err := w.dispatch(a)
+	outcome := r.outcome
+	lost, cause := a.state()
+	switch {
+	case cause == CauseWorkerStopping:
+		outcome = "error"
+		w.log.Info("worker.pass-interrupted", "workId", work.Key, "attempt", a.claim.Attempt(),
+			"operation", queue.Operation(work), "cause", CauseWorkerStopping)
+	case errors.Is(err, queue.ErrClaimLost) || lost:
+		outcome = "claim_lost"
+		if cause == "" {
+			cause = CauseRenewalRefused // the finalization's own renewal found the claim gone
+		}
+		w.log.Error("worker.error", "code", "CLAIM_LOST", "workId", work.Key, "attempt", a.claim.Attempt(),
+			"operation", queue.Operation(work), "cause", cause)
+	case err != nil:
+		outcome = "error"
+		w.log.Error("worker.error", "code", "WORKER_UNAVAILABLE", "workId", work.Key, "attempt", a.claim.Attempt(),
+			"operation", queue.Operation(work), "errorClass", driver.ErrorClass(err))
+	default:
+		attrs := []any{"namespaceId", work.NamespaceID, "workId", work.Key, "attempt", a.claim.Attempt(),
+			"operation", queue.Operation(work), "outcome", r.outcome, "result", r.outcome, "code", r.code,
+			"durationMs", ms(time.Since(started))}
+		if work.AgentID != nil {
+			attrs = append(attrs, "agentId", *work.AgentID)
+		}
+		if work.RevisionID != nil {
+			attrs = append(attrs, "revisionId", *work.RevisionID)
+		}
+		for k, v := range map[string]string{"reason": r.reason, "cause": r.cause, "dependency": r.dependency} {
+			if v != "" {
+				attrs = append(attrs, k, v)
+			}
+		}
+		w.log.Info("worker.completed", attrs...)
+	}
+	if w.cfg.Metrics != nil {
+		w.cfg.Metrics.ObserveAttempt(queue.MetricKind(work), outcome, time.Since(started))
+	}
+}
+
+// dispatch picks the pass for a claimed row (worker-lifecycle §2.2 dispatch order).
+func (w *Worker) dispatch(a *activeClaim) (result, error) {
+	work := a.claim.Work
+	switch queue.Operation(work) {
+	case "namespace.ensure":
+		return w.namespacePass(a, ensurePass)
+	case "namespace.delete":
+		return w.namespacePass(a, deletePass)
+	default:
+		// Agent and revision passes arrive with the Agent issue. Until then a newer worker must be
+		// able to take this work over, so it waits without spending attempts.
+		r := result{outcome: outcomePending, code: "WORK_KIND_UNSUPPORTED"}
+		delay := 5 * time.Minute
+		return r, w.finalize(a, func(ctx context.Context, tx txDB) error {
+			_, err := w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{Delay: &delay})
+			return err
+		})
+	}
+}
+
+// health reads the backlog, refreshes the readiness marker and logs worker.health. It is forced
+// after every processed claim and otherwise throttled.
+func (w *Worker) health(ctx context.Context, force bool) {
+	w.healthMu.Lock()
+	defer w.healthMu.Unlock()
+	if !force && time.Since(w.lastHealth) < w.markerGap {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.DatabaseTimeout)
+	defer cancel()
+	pending, err := w.q.Pending(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Error("worker.error", "code", "HEALTH_UNAVAILABLE", "errorClass", driver.ErrorClass(err))
+		}
+		return
+	}
+	w.lastHealth = time.Now()
+	w.writeMarker(w.cfg.ReadinessPath)
+	w.log.Debug("worker.health", "status", "ready", "pending", pending)
+}
+
+// touchLiveness rewrites the liveness marker, at most once per marker gap unless forced.
+func (w *Worker) touchLiveness(force bool) {
+	if w.cfg.LivenessPath == "" {
+		return
+	}
+	w.healthMu.Lock()
+	due := force || time.Since(w.lastLive) >= w.markerGap
+	if due {
+		w.lastLive = time.Now()
+	}
+	w.healthMu.Unlock()
+	if due {
+		w.writeMarker(w.cfg.LivenessPath)
+	}
+}
+
+// writeMarker writes "<epoch-ms>\n" with mode 0600, atomically (rename), so a probe never reads a
+// half-written file.
+func (w *Worker) writeMarker(path string) {
+	if path == "" {
+		return
+	}
+	tmp := path + ".tmp"
+	body := []byte(strconv.FormatInt(time.Now().UnixMilli(), 10) + "\n")
+	if err := os.WriteFile(tmp, body, 0o600); err == nil {
+		err = os.Rename(tmp, path)
+		if err == nil {
+			return
+		}
+	}
+	w.log.Error("worker.error", "code", "PROGRESS_UNAVAILABLE")
+}
+
+func (w *Worker) removeMarker(path string) {
+	if path != "" {
+		_ = os.Remove(path)
+	}
+}
+
+// PrepareMarkers deletes both markers and writes the liveness marker: the first thing a starting
+// worker does, so that a stale readiness marker never outlives a failed start.
+func PrepareMarkers(readiness, liveness string) error {
+	for _, p := range []string{readiness, liveness} {
+		if p == "" {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove marker: %w", err)
+		}
+	}
+	if liveness != "" {
+		body := []byte(strconv.FormatInt(time.Now().UnixMilli(), 10) + "\n")
+		return os.WriteFile(liveness, body, 0o600)
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// boundedMap remembers at most n keys, evicting the oldest.
+type boundedMap struct {
+	mu    sync.Mutex
+	n     int
+	order []string
+	m     map[string]string
+}
+
+func newBoundedMap(n int) *boundedMap { return &boundedMap{n: n, m: map[string]string{}} }
+
+func (b *boundedMap) get(k string) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, ok := b.m[k]
+	return v, ok
+}
+
+func (b *boundedMap) set(k, v string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.m[k]; !ok {
+		b.order = append(b.order, k)
+		if len(b.order) > b.n {
+			delete(b.m, b.order[0])
+			b.order = b.order[1:]
+		}
+	}
+	b.m[k] = v
+}
