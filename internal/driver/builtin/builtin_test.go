@@ -1,0 +1,52 @@
+package builtin_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/driver/builtin"
+)
+
+func TestComputeImplementations(t *testing.T) {
+	t.Parallel()
+	var names []string
+	for _, impl := range builtin.ComputeImplementations() {
+		names = append(names, impl.Name)
+		if impl.Production {
+			t.Errorf("%s is selectable in production", impl.Name)
+		}
+		if impl.Schema.JSONSchema()["additionalProperties"] != false {
+			t.Errorf("%s has an open schema", impl.Name)
+		}
+	}
+	if !reflect.DeepEqual(names, []string{"docker", "simulated"}) {
+		t.Fatalf("implementations = %v", names)
+	}
+}
+
+func TestNewCompute(t *testing.T) {
+	t.Parallel()
+	for _, impl := range []string{"docker", "simulated"} {
+		c, err := builtin.NewCompute(impl, "compute-"+impl, map[string]any{}, driver.Environment{})
+		if err != nil || c.ID() != "compute-"+impl || c.Implementation() != impl {
+			t.Fatalf("NewCompute(%s) = %v, %v", impl, c, err)
+		}
+		if _, err := builtin.NewCompute(impl, "x", map[string]any{}, driver.Environment{Production: true}); driver.Code(err) != driver.CodeDriverUnavailableInProduction {
+			t.Fatalf("NewCompute(%s) in production = %v", impl, err)
+		}
+		var ce *driver.ConfigurationError
+		if _, err := builtin.NewCompute(impl, "x", map[string]any{"unknown": true}, driver.Environment{}); !errors.As(err, &ce) ||
+			ce.Details[0].Path != "/unknown" || ce.Details[0].Code != driver.DetailUnknownField {
+			t.Fatalf("NewCompute(%s) with an unknown option = %v", impl, err)
+		}
+	}
+	if _, err := builtin.NewCompute("kubernetes", "x", map[string]any{}, driver.Environment{}); driver.Code(err) != driver.CodeDriverImplementationUnknown {
+		t.Fatalf("NewCompute(kubernetes) = %v", err)
+	}
+	c, err := builtin.DevelopmentCompute(driver.Environment{})
+	if err != nil || c.ID() != "compute-docker-development" || c.Implementation() != "docker" {
+		t.Fatalf("DevelopmentCompute = %v, %v", c, err)
+	}
+}

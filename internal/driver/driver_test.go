@@ -1,0 +1,379 @@
+package driver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/openclaw/occ/internal/driver"
+)
+
+const secretish = "sk-proj-abcdefghijklmnopqrstuvwxyz"
+
+func testSchema() driver.ObjectSchema {
+	return driver.ObjectSchema{Properties: []driver.Property{
+		{Name: "name", Type: driver.TypeString, Required: true, MaxLength: 8, Pattern: `^[a-z]+$`},
+		{Name: "count", Type: driver.TypeInteger, Minimum: 1, Maximum: 10},
+		{Name: "mode", Type: driver.TypeString, Enum: []string{"a", "b"}},
+		{Name: "on", Type: driver.TypeBoolean},
+		{Name: "nested", Type: driver.TypeObject, Properties: []driver.Property{
+			{Name: "inner", Type: driver.TypeInteger, Minimum: 0, Maximum: 1, Required: true},
+		}},
+		{Name: "checked", Type: driver.TypeString, Check: func(v any) (string, string) {
+			if v.(string) != "ok" {
+				return driver.DetailInvalidValue, "Must be ok."
+			}
+			return "", ""
+		}},
+	}}
+}
+
+func TestObjectSchemaValidate(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		cfg  map[string]any
+		want []driver.Detail // Path and Code only
+	}{
+		{"valid minimal", map[string]any{"name": "abc"}, nil},
+		{"valid full", map[string]any{"name": "abc", "count": 3, "mode": "b", "on": true, "nested": map[string]any{"inner": 1}, "checked": "ok"}, nil},
+		{"integer as float64", map[string]any{"name": "abc", "count": float64(4)}, nil},
+		{"integer as json.Number", map[string]any{"name": "abc", "count": json.Number("4")}, nil},
+		{"integer as uint64", map[string]any{"name": "abc", "count": uint64(4)}, nil},
+		{"nil configuration", nil, []driver.Detail{{Path: "/name", Code: driver.DetailRequired}}},
+		{"unknown field", map[string]any{"name": "abc", "zz": secretish, "a/b~c": 1},
+			[]driver.Detail{{Path: "/a~1b~0c", Code: driver.DetailUnknownField}, {Path: "/zz", Code: driver.DetailUnknownField}}},
+		{"wrong types", map[string]any{"name": 5, "count": "3", "on": "true", "nested": []any{}, "mode": 1},
+			[]driver.Detail{
+				{Path: "/name", Code: driver.DetailInvalidType},
+				{Path: "/count", Code: driver.DetailInvalidType},
+				{Path: "/mode", Code: driver.DetailInvalidType},
+				{Path: "/on", Code: driver.DetailInvalidType},
+				{Path: "/nested", Code: driver.DetailInvalidType},
+			}},
+		{"fractional integer", map[string]any{"name": "abc", "count": 2.5}, []driver.Detail{{Path: "/count", Code: driver.DetailInvalidType}}},
+		{"unsafe integer", map[string]any{"name": "abc", "count": float64(1 << 60)}, []driver.Detail{{Path: "/count", Code: driver.DetailInvalidType}}},
+		{"out of range", map[string]any{"name": "abc", "count": 11}, []driver.Detail{{Path: "/count", Code: driver.DetailInvalidValue}}},
+		{"too long", map[string]any{"name": "abcdefghi"}, []driver.Detail{{Path: "/name", Code: driver.DetailTooLong}}},
+		{"pattern", map[string]any{"name": "ABC"}, []driver.Detail{{Path: "/name", Code: driver.DetailInvalidFormat}}},
+		{"enum", map[string]any{"name": "abc", "mode": "c"}, []driver.Detail{{Path: "/mode", Code: driver.DetailInvalidValue}}},
+		{"nested", map[string]any{"name": "abc", "nested": map[string]any{"x": 1}},
+			[]driver.Detail{{Path: "/nested/x", Code: driver.DetailUnknownField}, {Path: "/nested/inner", Code: driver.DetailRequired}}},
+		{"check", map[string]any{"name": "abc", "checked": secretish}, []driver.Detail{{Path: "/checked", Code: driver.DetailInvalidValue}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := testSchema().Validate(tc.cfg)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			var ce *driver.ConfigurationError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Validate: %v, want *ConfigurationError", err)
+			}
+			var got []driver.Detail
+			for _, d := range ce.Details {
+				if d.Message == "" || strings.Contains(d.Message, secretish) {
+					t.Errorf("detail %s has an unsafe message %q", d.Path, d.Message)
+				}
+				got = append(got, driver.Detail{Path: d.Path, Code: d.Code})
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("details = %v, want %v", got, tc.want)
+			}
+			if strings.Contains(err.Error(), secretish) || driver.Code(err) != driver.CodeDriverConfigurationInvalid {
+				t.Fatalf("error %q (code %q) leaks a value or has the wrong code", err, driver.Code(err))
+			}
+		})
+	}
+}
+
+func TestJSONSchemaIsClosedEverywhere(t *testing.T) {
+	t.Parallel()
+	doc := testSchema().JSONSchema()
+	if doc["additionalProperties"] != false || doc["type"] != "object" {
+		t.Fatalf("root not closed: %v", doc)
+	}
+	nested := doc["properties"].(map[string]any)["nested"].(map[string]any)
+	if nested["additionalProperties"] != false {
+		t.Fatalf("nested object not closed: %v", nested)
+	}
+	if req := doc["required"]; !reflect.DeepEqual(req, []string{"name"}) {
+		t.Fatalf("required = %v", req)
+	}
+	if _, err := json.Marshal(doc); err != nil {
+		t.Fatalf("schema does not marshal: %v", err)
+	}
+}
+
+func TestErrorClassAndCode(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		err       error
+		class     string
+		code      string
+		permanent bool
+	}{
+		{&driver.TransientDependencyError{Dependency: driver.DependencyKubernetesAPI, Code: driver.CodeKubernetesAPIUnavailable, Reason: driver.TransientTimeout}, "TransientDependencyError", driver.CodeKubernetesAPIUnavailable, false},
+		{&driver.PermanentError{Code: "X_PERMANENT"}, "PermanentError", "X_PERMANENT", true},
+		{&driver.RetryableError{Code: "X_RETRY"}, "RetryableError", "X_RETRY", false},
+		{&driver.ActivationPendingError{Code: "WORKSPACE_NODE_PENDING"}, "ActivationPendingError", "WORKSPACE_NODE_PENDING", false},
+		{&driver.ActivationFailedError{Code: "AGENT_GATEWAY_UNAUTHORIZED"}, "ActivationFailedError", "AGENT_GATEWAY_UNAUTHORIZED", true},
+		{&driver.UnsupportedError{Code: driver.CodeHarnessAuthenticationUnsupported}, "UnsupportedError", driver.CodeHarnessAuthenticationUnsupported, true},
+		{&driver.PreflightError{Code: driver.CodeKubernetesAPIUnavailable, Host: "10.0.0.1", Port: 6443}, "PreflightError", driver.CodeKubernetesAPIUnavailable, false},
+		{&driver.ConfigurationError{}, "ConfigurationError", driver.CodeDriverConfigurationInvalid, true},
+		{&driver.ImplementationUnavailableError{Implementation: "x", Code: driver.CodeDriverUnavailableInProduction}, "ImplementationUnavailableError", driver.CodeDriverUnavailableInProduction, true},
+		{&driver.InvalidObservationError{Reason: "r"}, "InvalidObservationError", driver.CodeInvalidDriverObservation, true},
+		{context.Canceled, "Canceled", "", false},
+		{context.DeadlineExceeded, "DeadlineExceeded", "", false},
+		{errors.New("boom"), "Error", "", false},
+		{nil, "", "", false},
+	}
+	for _, tc := range cases {
+		for _, err := range []error{tc.err, wrap(tc.err)} {
+			if got := driver.ErrorClass(err); got != tc.class {
+				t.Errorf("ErrorClass(%v) = %q, want %q", err, got, tc.class)
+			}
+			if got := driver.Code(err); got != tc.code {
+				t.Errorf("Code(%v) = %q, want %q", err, got, tc.code)
+			}
+			if got := driver.IsPermanent(err); got != tc.permanent {
+				t.Errorf("IsPermanent(%v) = %v, want %v", err, got, tc.permanent)
+			}
+		}
+	}
+}
+
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("context: %w", err)
+}
+
+func TestSanitizeReason(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"":                                 "",
+		"The network is ready.":            "The network is ready.",
+		"(status) 503, \"quoted\"\n":       "status_ 503_ _quoted__",
+		"  leading space":                  "leading space",
+		"unicode é":                        "unicode _",
+		strings.Repeat("a", 300):           strings.Repeat("a", 253) + "...",
+		"trailing spaces   ":               "trailing spaces",
+		"Dependency docker: unreachable/x": "Dependency docker: unreachable/x",
+	}
+	for in, want := range cases {
+		if got := driver.SanitizeReason(in); got != want {
+			t.Errorf("SanitizeReason(%q) = %q, want %q", in, got, want)
+		}
+		if got := driver.SanitizeReason(in); len(got) > driver.MaxReasonLength || driver.SanitizeReason(got) != got {
+			t.Errorf("SanitizeReason(%q) = %q is not a fixed point within bounds", in, got)
+		}
+	}
+}
+
+func TestNamespaceObservations(t *testing.T) {
+	t.Parallel()
+	const id = "ns_1"
+	permanent := driver.NamespaceEnsureFailed(id, wrap(&driver.PermanentError{Code: "C", Reason: "The thing conflicts."}))
+	if permanent.Failure != driver.FailurePermanent || permanent.Reason != "The thing conflicts." || *permanent.Ready {
+		t.Fatalf("permanent observation = %+v", permanent)
+	}
+	transient := driver.NamespaceDeleteFailed(id, &driver.TransientDependencyError{Dependency: driver.DependencyDocker, Code: driver.CodeDockerEngineUnavailable, Status: 503, Reason: driver.TransientUnavailable})
+	if transient.Failure != driver.FailureRetryable || !strings.Contains(transient.Reason, "503") || *transient.Deleted {
+		t.Fatalf("transient observation = %+v", transient)
+	}
+	untyped := driver.NamespaceEnsureFailed(id, errors.New("dial unix /secret/path: "+secretish))
+	if untyped.Failure != driver.FailureRetryable || untyped.Reason != "Namespace preparation failed." {
+		t.Fatalf("untyped observation = %+v", untyped)
+	}
+
+	valid := []struct {
+		obs    driver.NamespaceObservation
+		ensure bool
+	}{
+		{driver.NamespaceReady(id), true},
+		{driver.NamespacePending(id, "waiting"), true},
+		{permanent, true},
+		{untyped, true},
+		{driver.NamespaceDeleted(id), false},
+		{driver.NamespaceDeleting(id, ""), false},
+		{transient, false},
+	}
+	for _, v := range valid {
+		check := driver.CheckDeleteObservation
+		if v.ensure {
+			check = driver.CheckEnsureObservation
+		}
+		if err := check(id, v.obs); err != nil {
+			t.Errorf("valid observation %+v refused: %v", v.obs, err)
+		}
+	}
+
+	readyButFailed := driver.NamespaceReady(id)
+	readyButFailed.Failure = driver.FailureRetryable
+	badReason := driver.NamespaceReady(id)
+	badReason.Reason = "line\nbreak"
+	unknownFailure := driver.NamespacePending(id, "")
+	unknownFailure.Failure = "maybe"
+	invalid := []struct {
+		obs    driver.NamespaceObservation
+		ensure bool
+	}{
+		{driver.NamespaceReady("ns_other"), true},
+		{driver.NamespaceDeleted(id), true},
+		{driver.NamespaceReady(id), false},
+		{driver.NamespaceObservation{NamespaceID: id}, true},
+		{readyButFailed, true},
+		{badReason, true},
+		{unknownFailure, true},
+	}
+	for _, v := range invalid {
+		check := driver.CheckDeleteObservation
+		if v.ensure {
+			check = driver.CheckEnsureObservation
+		}
+		err := check(id, v.obs)
+		if driver.Code(err) != driver.CodeInvalidDriverObservation {
+			t.Errorf("invalid observation %+v (ensure %v) accepted: %v", v.obs, v.ensure, err)
+		}
+	}
+}
+
+func TestCheckRevisionReadiness(t *testing.T) {
+	t.Parallel()
+	rev := driver.Revision{ID: "rev_1", NamespaceID: "ns_1", AgentID: "agt_1"}
+	ok := driver.RevisionReadiness{NamespaceID: "ns_1", AgentID: "agt_1", RevisionID: "rev_1", Ready: true,
+		Warnings: []driver.PluginWarning{{Code: driver.WarningPluginAuthRequired, PluginID: "p1"}, {Code: driver.WarningPluginInstallFailed, PluginID: "p1"}}}
+	if err := driver.CheckRevisionReadiness(rev, ok); err != nil {
+		t.Fatalf("valid readiness refused: %v", err)
+	}
+	bad := []driver.RevisionReadiness{
+		{NamespaceID: "ns_2", AgentID: "agt_1", RevisionID: "rev_1"},
+		{NamespaceID: "ns_1", AgentID: "agt_2", RevisionID: "rev_1"},
+		{NamespaceID: "ns_1", AgentID: "agt_1", RevisionID: "rev_2"},
+		{NamespaceID: "ns_1", AgentID: "agt_1", RevisionID: "rev_1", Warnings: []driver.PluginWarning{{Code: "OTHER", PluginID: "p"}}},
+		{NamespaceID: "ns_1", AgentID: "agt_1", RevisionID: "rev_1", Warnings: []driver.PluginWarning{{Code: driver.WarningPluginAuthRequired}}},
+		{NamespaceID: "ns_1", AgentID: "agt_1", RevisionID: "rev_1", Warnings: []driver.PluginWarning{
+			{Code: driver.WarningPluginAuthRequired, PluginID: "p"}, {Code: driver.WarningPluginAuthRequired, PluginID: "p"}}},
+	}
+	for _, r := range bad {
+		if err := driver.CheckRevisionReadiness(rev, r); driver.Code(err) != driver.CodeInvalidDriverObservation {
+			t.Errorf("invalid readiness %+v accepted", r)
+		}
+	}
+}
+
+func TestValidRuntimeFailure(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		f    *driver.RuntimeFailure
+		want bool
+	}{
+		{nil, false},
+		{&driver.RuntimeFailure{Code: driver.RuntimeAuthenticationFailed}, true},
+		{&driver.RuntimeFailure{Code: "lower"}, false},
+		{&driver.RuntimeFailure{Code: driver.RuntimeModelProbeFailed, Cause: &driver.RuntimeFailureCause{Kind: driver.CauseProcessExit}}, true},
+		{&driver.RuntimeFailure{Code: driver.RuntimeModelProbeFailed, Cause: &driver.RuntimeFailureCause{Kind: "OTHER"}}, false},
+		{&driver.RuntimeFailure{Code: driver.RuntimeModelProbeTimeout, Cause: &driver.RuntimeFailureCause{Kind: driver.CauseProcessExit}}, false},
+	}
+	for _, tc := range cases {
+		if got := driver.ValidRuntimeFailure(tc.f); got != tc.want {
+			t.Errorf("ValidRuntimeFailure(%+v) = %v, want %v", tc.f, got, tc.want)
+		}
+	}
+}
+
+// fakeCompute is the smallest driver.Compute, for registry tests.
+type fakeCompute struct{ id, impl string }
+
+func (f fakeCompute) ID() string             { return f.id }
+func (f fakeCompute) Implementation() string { return f.impl }
+func (f fakeCompute) EnsureNamespace(context.Context, driver.Namespace) (driver.NamespaceObservation, error) {
+	return driver.NamespaceObservation{}, nil
+}
+func (f fakeCompute) DeleteNamespace(context.Context, driver.Namespace) (driver.NamespaceObservation, error) {
+	return driver.NamespaceObservation{}, nil
+}
+func (f fakeCompute) PrepareRevision(context.Context, driver.Revision, driver.RevisionContext) (driver.RevisionReadiness, error) {
+	return driver.RevisionReadiness{}, nil
+}
+func (f fakeCompute) StopRevision(context.Context, driver.Revision) error   { return nil }
+func (f fakeCompute) RetireRevision(context.Context, driver.Revision) error { return nil }
+
+type openSchema struct{ driver.ObjectSchema }
+
+func (openSchema) JSONSchema() map[string]any { return map[string]any{"type": "object"} }
+
+func TestComputeRegistry(t *testing.T) {
+	t.Parallel()
+	impl := func(name string, production bool, reportAs string) driver.ComputeImplementation {
+		return driver.ComputeImplementation{
+			Name: name, Production: production, Schema: testSchema(),
+			New: func(id string, _ map[string]any, _ driver.Environment) (driver.Compute, error) {
+				return fakeCompute{id: id, impl: reportAs}, nil
+			},
+		}
+	}
+	r, err := driver.NewComputeRegistry(impl("prod", true, "prod"), impl("dev", false, "dev"), impl("liar", true, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, i := range r.Implementations() {
+		names = append(names, i.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"dev", "liar", "prod"}) {
+		t.Fatalf("Implementations = %v", names)
+	}
+	cfg := map[string]any{"name": "abc"}
+	c, err := r.NewCompute("prod", "compute-prod", cfg, driver.Environment{Production: true})
+	if err != nil || c.ID() != "compute-prod" || c.Implementation() != "prod" {
+		t.Fatalf("NewCompute(prod) = %v, %v", c, err)
+	}
+	if _, err := r.NewCompute("dev", "compute-dev", cfg, driver.Environment{}); err != nil {
+		t.Fatalf("NewCompute(dev) in development: %v", err)
+	}
+	if _, err := r.NewCompute("dev", "compute-dev", cfg, driver.Environment{Production: true}); driver.Code(err) != driver.CodeDriverUnavailableInProduction {
+		t.Fatalf("NewCompute(dev) in production: %v", err)
+	}
+	if _, err := r.NewCompute("nope", "x", cfg, driver.Environment{}); driver.Code(err) != driver.CodeDriverImplementationUnknown {
+		t.Fatalf("NewCompute(nope): %v", err)
+	}
+	var ce *driver.ConfigurationError
+	if _, err := r.NewCompute("prod", "x", map[string]any{"name": "abc", "extra": true}, driver.Environment{}); !errors.As(err, &ce) || ce.Details[0].Path != "/extra" {
+		t.Fatalf("NewCompute with an unknown field: %v", err)
+	}
+	if _, err := r.NewCompute("liar", "x", cfg, driver.Environment{}); err == nil {
+		t.Fatal("a factory reporting another implementation was accepted")
+	}
+
+	if _, err := driver.NewComputeRegistry(impl("a", true, "a"), impl("a", true, "a")); err == nil {
+		t.Fatal("duplicate implementation accepted")
+	}
+	open := impl("open", true, "open")
+	open.Schema = openSchema{}
+	if _, err := driver.NewComputeRegistry(open); err == nil {
+		t.Fatal("open schema accepted")
+	}
+}
+
+func TestCapabilityHelpers(t *testing.T) {
+	t.Parallel()
+	c := fakeCompute{id: "x", impl: "y"}
+	if driver.SupportsHarnessAuth(c, driver.HarnessAuthRuntime) {
+		t.Fatal("a driver without HarnessAuthSupport supports Harness authentication")
+	}
+	if driver.ActivationOrder(c) != driver.ActivationAfterCommit {
+		t.Fatal("default activation order is not afterCommit")
+	}
+}
