@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Agent lifecycle states of the occ_agents gauge (drivers-config-obs §7.3).
+const (
+	AgentDraft     = "draft"
+	AgentDeploying = "deploying"
+	AgentRunning   = "running"
+	AgentStopping  = "stopping"
+	AgentStopped   = "stopped"
+	AgentFailed    = "failed"
+)
+
+// AgentLifecycleStates lists every lifecycle state in a stable order.
+func AgentLifecycleStates() []string {
+	return []string{AgentDraft, AgentDeploying, AgentRunning, AgentStopping, AgentStopped, AgentFailed}
+}
+
+// Backlog is one snapshot of the worker gauges.
+type Backlog struct {
+	// Pending counts controller work that is queued or claimed, including delayed retries.
+	Pending int64
+	// OldestPendingAgeSeconds is the age of the oldest pending work from its admission
+	// (created_at); 0 when nothing is pending, never negative.
+	OldestPendingAgeSeconds float64
+	// Agents counts Agents per lifecycle state; every state of AgentLifecycleStates is present.
+	Agents map[string]int64
+}
+
+// workBacklogSQL computes the whole snapshot in one read-only statement.
+//
+// Agent lifecycle state, first match wins, from the Agent row, its newest revision's deploy work
+// (key agent_revision:<rev>:reconcile) and its stop and delete work:
+//
+//	stopping   stop or delete work is queued or claimed
+//	failed     the Agent is deleting, or stopped, and its latest stop or delete work failed permanently
+//	stopping   the Agent is deleting (its delete work is not failed)
+//	stopped    desired stopped and at least one revision exists
+//	draft      desired stopped and never deployed (no revision)
+//	deploying  desired running and the newest revision's deploy work is queued, claimed or not
+//	           written yet (for example still in provisioning)
+//	running    desired running and that work succeeded with REVISION_ACTIVATED or
+//	           REVISION_ALREADY_ACTIVE
+//	failed     desired running and that work failed permanently or succeeded without activating
+//	           (the deployment status projection's "failed")
+//
+// A replacement deployment of a running Agent counts as deploying until it finishes; a failed
+// replacement counts as failed although the previous revision may still serve (there is no
+// rollback). Maintenance work does not change the state.
+const workBacklogSQL = `
+WITH pending AS (
+  -- One branch per state, so each can use that state's partial index.
+  SELECT coalesce(sum(parts.n), 0)::bigint AS n, min(parts.oldest) AS oldest
+    FROM (SELECT count(*) AS n, min(created_at) AS oldest FROM occ.controller_work WHERE state = 'queued'
+          UNION ALL
+          SELECT count(*), min(created_at) FROM occ.controller_work WHERE state = 'claimed') parts
+), agent_states AS (
+  SELECT CASE
+           WHEN lifecycle.open_stop THEN 'stopping'
+           WHEN (a.status = 'deleting' OR a.desired_runtime_state = 'stopped')
+                AND lifecycle.latest_stop_state = 'failed_permanent' THEN 'failed'
+           WHEN a.status = 'deleting' THEN 'stopping'
+           WHEN a.desired_runtime_state = 'stopped' AND newest.id IS NOT NULL THEN 'stopped'
+           WHEN a.desired_runtime_state = 'stopped' THEN 'draft'
+           WHEN deploy.state IS NULL OR deploy.state IN ('queued', 'claimed') THEN 'deploying'
+           WHEN deploy.state = 'succeeded'
+                AND deploy.reason_code IN ('REVISION_ACTIVATED', 'REVISION_ALREADY_ACTIVE') THEN 'running'
+           ELSE 'failed'
+         END AS lifecycle_state
+    FROM occ.agents a
+    LEFT JOIN LATERAL (
+      SELECT r.id
+        FROM occ.agent_revisions r
+       WHERE r.agent_id = a.id
+       ORDER BY r.revision_number DESC
+       LIMIT 1
+    ) newest ON true
+    LEFT JOIN occ.controller_work deploy
+      ON deploy.idempotency_key = 'agent_revision:' || newest.id || ':reconcile'
+    LEFT JOIN LATERAL (
+      SELECT coalesce(bool_or(w.state IN ('queued', 'claimed')), false) AS open_stop,
+             (array_agg(w.state ORDER BY w.created_at DESC, w.idempotency_key DESC))[1] AS latest_stop_state
+        FROM occ.controller_work w
+       WHERE w.agent_id = a.id
+         AND w.revision_id IS NULL
+         AND w.agent_target IN ('stopped', 'deleted')
+    ) lifecycle ON true
+)
+SELECT p.n,
+       CASE WHEN p.oldest IS NULL THEN 0
+            ELSE greatest(extract(epoch FROM clock_timestamp() - p.oldest), 0)::float8 END,
+       count(*) FILTER (WHERE s.lifecycle_state = 'draft'),
+       count(*) FILTER (WHERE s.lifecycle_state = 'deploying'),
+       count(*) FILTER (WHERE s.lifecycle_state = 'running'),
+       count(*) FILTER (WHERE s.lifecycle_state = 'stopping'),
+       count(*) FILTER (WHERE s.lifecycle_state = 'stopped'),
+       count(*) FILTER (WHERE s.lifecycle_state = 'failed')
+  FROM pending p
+  LEFT JOIN agent_states s ON true
+ GROUP BY p.n, p.oldest`
+
+// WorkBacklog reads the worker gauges (work backlog, oldest pending age, Agents per lifecycle
+// state) in one read-only statement, so a read-only transaction or session can run it.
+func WorkBacklog(ctx context.Context, db DBTX) (Backlog, error) {
+	var b Backlog
+	var draft, deploying, running, stopping, stopped, failed int64
+	err := db.QueryRow(ctx, workBacklogSQL).Scan(&b.Pending, &b.OldestPendingAgeSeconds,
+		&draft, &deploying, &running, &stopping, &stopped, &failed)
+	if err != nil {
+		return Backlog{}, err
+	}
+	b.Agents = map[string]int64{
+		AgentDraft: draft, AgentDeploying: deploying, AgentRunning: running,
+		AgentStopping: stopping, AgentStopped: stopped, AgentFailed: failed,
+	}
+	return b, nil
+}
+
+// Limits of the metrics pool (drivers-config-obs §7.3).
+const (
+	MetricsConnectTimeout   = 500 * time.Millisecond
+	MetricsStatementTimeout = 1500 * time.Millisecond
+)
+
+// NewMetricsPool returns the worker's dedicated metrics pool for databaseURL: at most one
+// connection, a 500 ms connect timeout, a 1500 ms statement timeout and read-only transactions
+// (default_transaction_read_only=on), named occ-worker-metrics. It does not connect until the first
+// scrape, so a database outage never delays startup.
+func NewMetricsPool(databaseURL string) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	pc.MaxConns = 1
+	pc.MinConns = 0
+	pc.MaxConnIdleTime = time.Minute
+	pc.ConnConfig.ConnectTimeout = MetricsConnectTimeout
+	params := pc.ConnConfig.RuntimeParams
+	params["application_name"] = "occ-worker-metrics"
+	params["statement_timeout"] = "1500"
+	params["lock_timeout"] = "1500"
+	params["idle_in_transaction_session_timeout"] = "1500"
+	params["default_transaction_read_only"] = "on"
+	return pgxpool.NewWithConfig(context.Background(), pc)
+}

@@ -1,0 +1,284 @@
+package store_test
+
+import (
+	"context"
+	"maps"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/pgtest"
+)
+
+// backlogWorld writes Namespaces, Agents, revisions and work rows as the application role.
+type backlogWorld struct {
+	t       *testing.T
+	app     *pgxpool.Pool
+	ns      string
+	pending int64
+}
+
+func newBacklogWorld(t *testing.T, app *pgxpool.Pool) *backlogWorld {
+	w := &backlogWorld{t: t, app: app, ns: id("ns")}
+	w.exec(`INSERT INTO occ.namespaces (id, name) VALUES ($1, $2)`, w.ns, "metrics-"+w.ns[3:11])
+	return w
+}
+
+func (w *backlogWorld) exec(sql string, args ...any) {
+	w.t.Helper()
+	if _, err := w.app.Exec(context.Background(), sql, args...); err != nil {
+		w.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// agent creates an Agent and n revisions; it returns the Agent id and the revision ids.
+func (w *backlogWorld) agent(revisions int) (string, []string) {
+	w.t.Helper()
+	agent, spn, cfg := id("agt"), id("spn"), id("cfg")
+	w.exec(`INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id) VALUES ($1, 'service_principal', $2, $3)`, spn, w.ns, agent)
+	w.exec(`INSERT INTO occ.configurations (id, namespace_id, driver_id) VALUES ($1, $2, 'configuration-filesystem')`, cfg, w.ns)
+	w.exec(`INSERT INTO occ.agents (id, namespace_id, name, execution_mode, service_principal_id, configuration_id)
+	        VALUES ($1, $2, $3, 'embedded', $4, $5)`, agent, w.ns, "agent-"+agent[4:12], spn, cfg)
+	var revs []string
+	for n := 1; n <= revisions; n++ {
+		rev := id("rev")
+		w.exec(`INSERT INTO occ.agent_revisions (id, namespace_id, agent_id, revision_number, admitted_spec)
+		        VALUES ($1, $2, $3, $4, '{}')`, rev, w.ns, agent, n)
+		revs = append(revs, rev)
+	}
+	return agent, revs
+}
+
+func (w *backlogWorld) set(agent, desired, status string, active *string) {
+	w.t.Helper()
+	w.exec(`UPDATE occ.agents SET desired_runtime_state = $2, status = $3, active_revision_id = $4 WHERE id = $1`,
+		agent, desired, status, active)
+}
+
+// work inserts one work row in state; reason is the terminal reason code; age backdates created_at.
+func (w *backlogWorld) work(key string, agent, rev, agentTarget, nsTarget *string, state, reason string, age time.Duration) {
+	w.t.Helper()
+	var reasonArg *string
+	if reason != "" {
+		reasonArg = &reason
+	}
+	w.exec(`
+INSERT INTO occ.controller_work (idempotency_key, namespace_id, agent_id, revision_id, actor_id, namespace_target,
+  agent_target, state, claim_token, lease_expires_at, completed_at, reason_code, created_at)
+VALUES ($1, $2, $3, $4, 'prn_metrics', $5, $6, $7::text,
+  CASE WHEN $7::text = 'claimed' THEN gen_random_uuid() END,
+  CASE WHEN $7::text = 'claimed' THEN clock_timestamp() + interval '1 minute' END,
+  CASE WHEN $7::text IN ('succeeded', 'failed_permanent') THEN clock_timestamp() END,
+  $8, clock_timestamp() - make_interval(secs => $9))`,
+		key, w.ns, agent, rev, nsTarget, agentTarget, state, reasonArg, age.Seconds())
+	if state == "queued" || state == "claimed" {
+		w.pending++
+	}
+}
+
+func (w *backlogWorld) deploy(agent, rev, state, reason string) {
+	w.work("agent_revision:"+rev+":reconcile", &agent, &rev, nil, nil, state, reason, 0)
+}
+
+func (w *backlogWorld) stop(agent, target, state, reason string, age time.Duration) {
+	key := "agent:" + agent + ":reconcile:" + target
+	if target == "stopped" {
+		key += ":" + id("op")
+	}
+	w.work(key, &agent, nil, &target, nil, state, reason, age)
+}
+
+func backlogPtr(s string) *string { return &s }
+
+func TestWorkBacklogEmpty(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	b, err := store.WorkBacklog(context.Background(), db.App(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"draft": 0, "deploying": 0, "running": 0, "stopping": 0, "stopped": 0, "failed": 0}
+	if b.Pending != 0 || b.OldestPendingAgeSeconds != 0 || !maps.Equal(b.Agents, want) {
+		t.Fatalf("%+v", b)
+	}
+}
+
+func TestWorkBacklogLifecycleStates(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	w := newBacklogWorld(t, db.App(t))
+	want := map[string]int64{}
+	expect := func(state string) { want[state]++ }
+
+	// Namespace ensure, pending for an hour: the oldest pending work.
+	w.work("namespace:"+w.ns+":reconcile:ready", nil, nil, nil, backlogPtr("ready"), "queued", "", time.Hour)
+
+	w.agent(0) // never deployed
+	expect("draft")
+
+	a, r := w.agent(1) // first deployment queued
+	w.set(a, "running", "active", nil)
+	w.deploy(a, r[0], "queued", "")
+	expect("deploying")
+
+	a, r = w.agent(1) // deployment admitted, work not written yet (provisioning)
+	w.set(a, "running", "active", nil)
+	expect("deploying")
+
+	a, r = w.agent(1) // active
+	w.set(a, "running", "active", &r[0])
+	w.deploy(a, r[0], "succeeded", "REVISION_ACTIVATED")
+	expect("running")
+
+	a, r = w.agent(2) // replacement in progress
+	w.set(a, "running", "active", &r[0])
+	w.deploy(a, r[0], "succeeded", "REVISION_ACTIVATED")
+	w.deploy(a, r[1], "claimed", "")
+	expect("deploying")
+
+	a, r = w.agent(2) // replacement failed: no rollback, counted as failed
+	w.set(a, "running", "active", &r[0])
+	w.deploy(a, r[0], "succeeded", "REVISION_ALREADY_ACTIVE")
+	w.deploy(a, r[1], "failed_permanent", "AUTHORIZATION_DENIED")
+	expect("failed")
+
+	a, r = w.agent(1) // first deployment failed
+	w.set(a, "running", "active", nil)
+	w.deploy(a, r[0], "failed_permanent", "CONVERGENCE_DEADLINE_EXCEEDED")
+	expect("failed")
+
+	a, r = w.agent(1) // completed without activation
+	w.set(a, "running", "active", nil)
+	w.deploy(a, r[0], "succeeded", "REVISION_STOPPED")
+	expect("failed")
+
+	a, r = w.agent(1) // stop queued
+	w.set(a, "stopped", "active", &r[0])
+	w.deploy(a, r[0], "succeeded", "REVISION_ACTIVATED")
+	w.stop(a, "stopped", "queued", "", 0)
+	expect("stopping")
+
+	a, r = w.agent(1) // stopped; an older stop failed, the latest succeeded
+	w.set(a, "stopped", "active", nil)
+	w.deploy(a, r[0], "succeeded", "REVISION_ACTIVATED")
+	w.stop(a, "stopped", "failed_permanent", "STOP_FAILED", time.Minute)
+	w.stop(a, "stopped", "succeeded", "AGENT_STOPPED", 0)
+	expect("stopped")
+
+	a, r = w.agent(1) // the latest stop failed
+	w.set(a, "stopped", "active", &r[0])
+	w.deploy(a, r[0], "succeeded", "REVISION_ACTIVATED")
+	w.stop(a, "stopped", "failed_permanent", "STOP_FAILED", 0)
+	expect("failed")
+
+	a, _ = w.agent(1) // deleting, delete work running
+	w.set(a, "stopped", "deleting", nil)
+	w.stop(a, "deleted", "claimed", "", 0)
+	expect("stopping")
+
+	a, _ = w.agent(0) // deleting, delete work failed
+	w.set(a, "stopped", "deleting", nil)
+	w.stop(a, "deleted", "failed_permanent", "AGENT_DELETE_FAILED", 0)
+	expect("failed")
+
+	for _, s := range store.AgentLifecycleStates() {
+		want[s] += 0
+	}
+	b, err := store.WorkBacklog(context.Background(), db.App(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(b.Agents, want) {
+		t.Errorf("agents %v, want %v", b.Agents, want)
+	}
+	if b.Pending != w.pending {
+		t.Errorf("pending %d, want %d", b.Pending, w.pending)
+	}
+	if b.OldestPendingAgeSeconds < 3600 || b.OldestPendingAgeSeconds > 3600+600 {
+		t.Errorf("oldest pending age %v", b.OldestPendingAgeSeconds)
+	}
+}
+
+// backlogTracer counts the statements sent on a connection.
+type backlogTracer struct{ n atomic.Int64 }
+
+func (c *backlogTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *backlogTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func TestWorkBacklogIsOneReadOnlyStatement(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	cc, err := pgx.ParseConfig(db.AppURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := &backlogTracer{}
+	cc.Tracer = tracer
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	before := tracer.n.Load()
+	if _, err := store.WorkBacklog(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if n := tracer.n.Load() - before; n != 1 {
+		t.Fatalf("WorkBacklog sent %d statements, want 1", n)
+	}
+}
+
+func TestMetricsPoolIsReadOnlyAndBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	pool, err := store.NewMetricsPool(db.AppURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if c := pool.Config(); c.MaxConns != 1 || c.ConnConfig.ConnectTimeout != 500*time.Millisecond {
+		t.Fatalf("max conns %d, connect timeout %v", c.MaxConns, c.ConnConfig.ConnectTimeout)
+	}
+	var readOnly, timeout, app string
+	err = pool.QueryRow(ctx, `SELECT current_setting('default_transaction_read_only'), current_setting('statement_timeout'),
+	  current_setting('application_name')`).Scan(&readOnly, &timeout, &app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if readOnly != "on" || timeout != "1500ms" || app != "occ-worker-metrics" {
+		t.Fatalf("read only %q, statement timeout %q, application %q", readOnly, timeout, app)
+	}
+	_, err = pool.Exec(ctx, `INSERT INTO occ.namespaces (id, name) VALUES ($1, 'never')`, id("ns"))
+	if state := sqlState(err); state != "25006" {
+		t.Fatalf("write on the metrics pool: %v (state %s)", err, state)
+	}
+	if _, err := store.WorkBacklog(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pool.Exec(ctx, `SELECT pg_sleep(5)`)
+	if state := sqlState(err); state != "57014" {
+		t.Fatalf("a slow statement: %v (state %s), want statement timeout", err, state)
+	}
+}
+
+func TestMetricsPoolRefusesABadURL(t *testing.T) {
+	t.Parallel()
+	if _, err := store.NewMetricsPool("postgres://%zz"); err == nil {
+		t.Fatal("accepted")
+	}
+}
