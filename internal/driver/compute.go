@@ -158,7 +158,8 @@ type NamespaceObservation struct {
 	// Failure is "", FailureRetryable or FailurePermanent.
 	Failure string
 	// Reason is an optional explanation for the log: at most 256 printable characters from the
-	// driver's own fixed sentences, never another tenant's values (see SanitizeReason).
+	// driver's own fixed sentences, never another tenant's values. The constructors pass it
+	// through SanitizeReason, which the worker applies again before logging.
 	Reason string
 }
 

@@ -1,8 +1,11 @@
 package driver
 
 import (
+	"errors"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MaxReasonLength bounds NamespaceObservation.Reason.
@@ -66,36 +69,27 @@ func FailureClass(err error) string {
 // sentence built from a TransientDependencyError's closed fields, or fallback. The result passes
 // SanitizeReason.
 func FailureReason(err error, fallback string) string {
-	var reason string
-	switch e := unwrapTyped(err).(type) {
-	case *PermanentError:
-		reason = e.Reason
-	case *RetryableError:
-		reason = e.Reason
-	case *UnsupportedError:
-		reason = e.Reason
-	case *TransientDependencyError:
-		reason = e.sentence()
+	var (
+		permanent   *PermanentError
+		retryable   *RetryableError
+		unsupported *UnsupportedError
+		transient   *TransientDependencyError
+		reason      string
+	)
+	switch {
+	case errors.As(err, &permanent):
+		reason = permanent.Reason
+	case errors.As(err, &retryable):
+		reason = retryable.Reason
+	case errors.As(err, &unsupported):
+		reason = unsupported.Reason
+	case errors.As(err, &transient):
+		reason = transient.sentence()
 	}
 	if reason == "" {
 		reason = fallback
 	}
 	return SanitizeReason(reason)
-}
-
-func unwrapTyped(err error) error {
-	for e := err; e != nil; {
-		switch e.(type) {
-		case *PermanentError, *RetryableError, *UnsupportedError, *TransientDependencyError:
-			return e
-		}
-		u, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			return nil
-		}
-		e = u.Unwrap()
-	}
-	return nil
 }
 
 // SanitizeReason makes s safe for the reason log field: characters outside [A-Za-z0-9._: /@-]
@@ -150,10 +144,24 @@ func checkNamespaceObservation(namespaceID string, o NamespaceObservation, done 
 		return &InvalidObservationError{Reason: "unknown failure class"}
 	case o.Failure != "" && done:
 		return &InvalidObservationError{Reason: "a failed observation cannot be complete"}
-	case o.Reason != SanitizeReason(o.Reason):
+	case !boundedPrintable(o.Reason):
 		return &InvalidObservationError{Reason: "the reason is not a bounded printable sentence"}
 	}
 	return nil
+}
+
+// boundedPrintable reports whether s is valid UTF-8 of at most MaxReasonLength characters without
+// control characters. The worker still logs SanitizeReason(s).
+func boundedPrintable(s string) bool {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > MaxReasonLength {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckRevisionReadiness validates a PrepareRevision result for rev (worker §3.7.1): it must name

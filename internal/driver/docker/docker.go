@@ -25,6 +25,7 @@ type Driver struct {
 	id          string
 	engine      *engine
 	extraLabels map[string]string
+	locks       keyedLock
 }
 
 var (
@@ -69,8 +70,8 @@ func NetworkName(namespaceID string) string {
 }
 
 // slug lowercases s, turns every run of characters outside [a-z0-9] into one '-', trims '-' from
-// both ends and cuts the result to max characters.
-func slug(s string, max int) string {
+// both ends and cuts the result to limit characters.
+func slug(s string, limit int) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(s) {
@@ -85,8 +86,8 @@ func slug(s string, max int) string {
 		dash = true
 	}
 	out := b.String()
-	if len(out) > max {
-		out = out[:max]
+	if len(out) > limit {
+		out = out[:limit]
 	}
 	return strings.TrimRight(out, "-")
 }
@@ -146,7 +147,12 @@ func (d *Driver) EnsureNamespace(ctx context.Context, ns driver.Namespace) (driv
 	if ns.ExistingNamespace != nil {
 		return driver.NamespaceEnsureFailed(ns.ID, errExistingNamespace), nil
 	}
-	err := d.ensureNetwork(ctx, ns.ID)
+	unlock, err := d.locks.lock(ctx, ns.ID)
+	if err != nil {
+		return driver.NamespaceObservation{}, err
+	}
+	defer unlock()
+	err = d.ensureNetwork(ctx, ns.ID)
 	switch {
 	case err == nil:
 		return driver.NamespaceReady(ns.ID), nil
@@ -213,7 +219,12 @@ func (d *Driver) DeleteNamespace(ctx context.Context, ns driver.Namespace) (driv
 	if err := ctx.Err(); err != nil {
 		return driver.NamespaceObservation{}, err
 	}
-	err := d.deleteNetwork(ctx, ns.ID)
+	unlock, err := d.locks.lock(ctx, ns.ID)
+	if err != nil {
+		return driver.NamespaceObservation{}, err
+	}
+	defer unlock()
+	err = d.deleteNetwork(ctx, ns.ID)
 	switch {
 	case err == nil:
 		return driver.NamespaceDeleted(ns.ID), nil

@@ -119,49 +119,47 @@ func Poll(ctx context.Context, timeout time.Duration, fn func(ctx context.Contex
 func EnsureReady(t *testing.T, c driver.Compute, ns driver.Namespace) driver.NamespaceObservation {
 	t.Helper()
 	t.Cleanup(func() { cleanupNamespace(t, c, ns) })
-	var last driver.NamespaceObservation
-	err := Poll(context.Background(), ConvergenceTimeout, func(ctx context.Context) (bool, error) {
-		obs, err := c.EnsureNamespace(ctx, ns)
-		if err != nil {
-			return false, err
-		}
-		if err := driver.CheckEnsureObservation(ns.ID, obs); err != nil {
-			return false, err
-		}
-		if obs.Failure == driver.FailurePermanent {
-			return false, errors.New("permanent failure: " + obs.Reason)
-		}
-		last = obs
-		return *obs.Ready, nil
-	})
+	obs, err := converge(c.EnsureNamespace, driver.CheckEnsureObservation, ns)
 	if err != nil {
-		t.Fatalf("EnsureNamespace(%s) did not converge to Ready: %v (last reason %q)", ns.ID, err, last.Reason)
+		t.Fatalf("EnsureNamespace(%s) did not converge to Ready: %v (last reason %q)", ns.ID, err, obs.Reason)
 	}
-	return last
+	return obs
 }
 
 // DeleteUntilDeleted calls DeleteNamespace until it reports Deleted, checking every observation.
 func DeleteUntilDeleted(t *testing.T, c driver.Compute, ns driver.Namespace) driver.NamespaceObservation {
 	t.Helper()
+	obs, err := converge(c.DeleteNamespace, driver.CheckDeleteObservation, ns)
+	if err != nil {
+		t.Fatalf("DeleteNamespace(%s) did not converge to Deleted: %v (last reason %q)", ns.ID, err, obs.Reason)
+	}
+	return obs
+}
+
+// converge repeats a Namespace operation until its observation is complete (Ready or Deleted).
+// An error, an invalid observation or a permanent failure ends it; a retryable failure is retried,
+// as the worker would. It returns the last valid observation.
+func converge(
+	call func(context.Context, driver.Namespace) (driver.NamespaceObservation, error),
+	check func(string, driver.NamespaceObservation) error,
+	ns driver.Namespace,
+) (driver.NamespaceObservation, error) {
 	var last driver.NamespaceObservation
 	err := Poll(context.Background(), ConvergenceTimeout, func(ctx context.Context) (bool, error) {
-		obs, err := c.DeleteNamespace(ctx, ns)
+		obs, err := call(ctx, ns)
 		if err != nil {
 			return false, err
 		}
-		if err := driver.CheckDeleteObservation(ns.ID, obs); err != nil {
+		if err := check(ns.ID, obs); err != nil {
 			return false, err
 		}
-		if obs.Failure == driver.FailurePermanent {
-			return false, errors.New("permanent failure: " + obs.Reason)
-		}
 		last = obs
-		return *obs.Deleted, nil
+		if obs.Failure == driver.FailurePermanent {
+			return false, errors.New("permanent failure")
+		}
+		return obs.Failure == "" && ((obs.Ready != nil && *obs.Ready) || (obs.Deleted != nil && *obs.Deleted)), nil
 	})
-	if err != nil {
-		t.Fatalf("DeleteNamespace(%s) did not converge to Deleted: %v (last reason %q)", ns.ID, err, last.Reason)
-	}
-	return last
+	return last, err
 }
 
 func cleanupNamespace(t *testing.T, c driver.Compute, ns driver.Namespace) {
@@ -235,19 +233,8 @@ func testConcurrentEnsure(t *testing.T, c driver.Compute) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- Poll(context.Background(), ConvergenceTimeout, func(ctx context.Context) (bool, error) {
-				obs, err := c.EnsureNamespace(ctx, ns)
-				if err != nil {
-					return false, err
-				}
-				if err := driver.CheckEnsureObservation(ns.ID, obs); err != nil {
-					return false, err
-				}
-				if obs.Failure == driver.FailurePermanent {
-					return false, errors.New("permanent failure: " + obs.Reason)
-				}
-				return *obs.Ready, nil
-			})
+			_, err := converge(c.EnsureNamespace, driver.CheckEnsureObservation, ns)
+			errs <- err
 		}()
 	}
 	wg.Wait()

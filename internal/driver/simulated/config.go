@@ -34,6 +34,9 @@ type Config struct {
 	ActivationOrder string
 	// MaintenanceInterval is reported by MaintenanceInterval; zero means no maintenance.
 	MaintenanceInterval time.Duration
+	// CallDelay is the real time every Namespace, revision and Agent call takes (cancellation
+	// honoured): slow infrastructure for demos, load tests and process-level fault tests.
+	CallDelay time.Duration
 }
 
 // Schema is the closed configuration schema of the simulated driver.
@@ -48,6 +51,7 @@ func Schema() driver.ObjectSchema {
 			ms("namespaceDeletedAfterMs", "Milliseconds after the first delete until a Namespace is deleted."),
 			ms("revisionReadyAfterMs", "Milliseconds after the first prepare until a revision is ready."),
 			ms("maintenanceIntervalMs", "Maintenance interval reported to the worker; 0 disables maintenance."),
+			ms("callDelayMs", "Real milliseconds every Namespace, revision and Agent call takes; cancellation is honoured."),
 			{
 				Name: "stoppedPredecessors", Type: driver.TypeString, Default: StoppedPredecessorsNever,
 				Enum:        []string{StoppedPredecessorsNever, StoppedPredecessorsDedicated, StoppedPredecessorsAlways},
@@ -82,6 +86,7 @@ func ParseConfig(configuration map[string]any) (Config, error) {
 		NamespaceDeletedAfter: ms("namespaceDeletedAfterMs"),
 		RevisionReadyAfter:    ms("revisionReadyAfterMs"),
 		MaintenanceInterval:   ms("maintenanceIntervalMs"),
+		CallDelay:             ms("callDelayMs"),
 		StoppedPredecessors:   str("stoppedPredecessors", StoppedPredecessorsNever),
 		ActivationOrder:       str("activationOrder", driver.ActivationAfterCommit),
 	}, nil

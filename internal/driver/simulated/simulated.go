@@ -17,8 +17,9 @@ const CodeRevisionNotReady = "REVISION_NOT_READY"
 type Options struct {
 	// Now is the clock readiness delays are measured with; nil means time.Now.
 	Now func() time.Time
-	// OnCall, when set, is called synchronously each time a call enters, before faults apply. It
-	// must not call back into the driver's fault or call-count methods while blocking.
+	// OnCall, when set, is called synchronously each time a call enters, before faults apply and
+	// without the driver's lock held: it may inject faults or inspect the world, and blocking in it
+	// blocks the call (the call's context is checked right after it returns).
 	OnCall func(Call)
 }
 
@@ -211,6 +212,9 @@ func (d *Driver) enter(ctx context.Context, op Op, k faultKey) (Fault, error) {
 			return Fault{}, ctx.Err()
 		}
 	}
+	if op != OpPreflight {
+		f.Delay += d.cfg.CallDelay
+	}
 	if f.Delay > 0 {
 		t := time.NewTimer(f.Delay)
 		defer t.Stop()
@@ -359,23 +363,26 @@ func (d *Driver) DeleteNamespace(ctx context.Context, ns driver.Namespace) (driv
 	return driver.NamespaceDeleted(ns.ID), nil
 }
 
-func (d *Driver) checkPin(rev driver.Revision) error {
-	if rev.Compute.ID != d.id || rev.Compute.Implementation != Name {
-		return &driver.PermanentError{Code: driver.CodeComputeDriverMismatch, Reason: "The revision is pinned to another Compute Driver."}
+// enterRevision enters a revision operation: faults first (an injected error is returned as is),
+// then the Compute pin, which must name this driver.
+func (d *Driver) enterRevision(ctx context.Context, op Op, rev driver.Revision) (Fault, error) {
+	f, err := d.enter(ctx, op, faultKey{targetRevision, rev.ID})
+	if err != nil {
+		return Fault{}, err
 	}
-	return nil
+	if f.Err != nil {
+		return Fault{}, f.Err
+	}
+	if rev.Compute.ID != d.id || rev.Compute.Implementation != Name {
+		return Fault{}, &driver.PermanentError{Code: driver.CodeComputeDriverMismatch, Reason: "The revision is pinned to another Compute Driver."}
+	}
+	return f, nil
 }
 
 // PrepareRevision implements driver.Compute.
 func (d *Driver) PrepareRevision(ctx context.Context, rev driver.Revision, _ driver.RevisionContext) (driver.RevisionReadiness, error) {
-	f, err := d.enter(ctx, OpPrepareRevision, faultKey{targetRevision, rev.ID})
+	f, err := d.enterRevision(ctx, OpPrepareRevision, rev)
 	if err != nil {
-		return driver.RevisionReadiness{}, err
-	}
-	if f.Err != nil {
-		return driver.RevisionReadiness{}, f.Err
-	}
-	if err := d.checkPin(rev); err != nil {
 		return driver.RevisionReadiness{}, err
 	}
 	if rev.HarnessAuthMethod != "" && !d.SupportsHarnessAuth(rev.HarnessAuthMethod) {
@@ -429,14 +436,7 @@ func (d *Driver) RetireRevision(ctx context.Context, rev driver.Revision) error 
 }
 
 func (d *Driver) halt(ctx context.Context, op Op, rev driver.Revision, phase string) error {
-	f, err := d.enter(ctx, op, faultKey{targetRevision, rev.ID})
-	if err != nil {
-		return err
-	}
-	if f.Err != nil {
-		return f.Err
-	}
-	if err := d.checkPin(rev); err != nil {
+	if _, err := d.enterRevision(ctx, op, rev); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -469,14 +469,7 @@ func (d *Driver) Preflight(ctx context.Context) ([]driver.PreflightWarning, erro
 // ActivateRevision implements driver.Activator: it routes the Agent to rev, which must be prepared
 // and ready (ActivationPendingError REVISION_NOT_READY otherwise). Idempotent.
 func (d *Driver) ActivateRevision(ctx context.Context, rev driver.Revision, _ driver.RevisionContext) error {
-	f, err := d.enter(ctx, OpActivateRevision, faultKey{targetRevision, rev.ID})
-	if err != nil {
-		return err
-	}
-	if f.Err != nil {
-		return f.Err
-	}
-	if err := d.checkPin(rev); err != nil {
+	if _, err := d.enterRevision(ctx, OpActivateRevision, rev); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -491,14 +484,7 @@ func (d *Driver) ActivateRevision(ctx context.Context, rev driver.Revision, _ dr
 
 // DeactivateRevision implements driver.Activator: rev loses the Agent's route if it has it.
 func (d *Driver) DeactivateRevision(ctx context.Context, rev driver.Revision) error {
-	f, err := d.enter(ctx, OpDeactivateRevision, faultKey{targetRevision, rev.ID})
-	if err != nil {
-		return err
-	}
-	if f.Err != nil {
-		return f.Err
-	}
-	if err := d.checkPin(rev); err != nil {
+	if _, err := d.enterRevision(ctx, OpDeactivateRevision, rev); err != nil {
 		return err
 	}
 	d.mu.Lock()

@@ -1,0 +1,366 @@
+package main_test
+
+// Process-level tests: the real `occ` binary, run as separate processes against a private
+// PostgreSQL, killed and stopped with real signals.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openclaw/occ/internal/driver/docker"
+	"github.com/openclaw/occ/internal/testkit/pgtest"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "occ-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "occ")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("build occ: " + err.Error())
+	}
+	defer os.RemoveAll(dir)
+	pgtest.Main(m)
+}
+
+// process is one running `occ` command with its output captured line by line.
+type process struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	done   chan struct{}
+	err    error
+}
+
+type lineWriter struct {
+	mu  *sync.Mutex
+	buf *bytes.Buffer
+}
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func start(t *testing.T, env map[string]string, args ...string) *process {
+	t.Helper()
+	p := &process{t: t, cmd: exec.Command(binary, args...), done: make(chan struct{})}
+	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	for k, v := range env {
+		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+	}
+	p.cmd.Stdout = lineWriter{&p.mu, &p.stdout}
+	p.cmd.Stderr = lineWriter{&p.mu, &p.stderr}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// run runs a command to completion.
+func run(t *testing.T, env map[string]string, args ...string) *process {
+	t.Helper()
+	p := start(t, env, args...)
+	select {
+	case <-p.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("occ %v did not finish", args)
+	}
+	return p
+}
+
+func (p *process) exitCode() int {
+	<-p.done
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// events decodes the JSON lines of stdout (or stderr) with the given event name ("" for all).
+func (p *process) events(stderr bool, name string) []map[string]any {
+	p.mu.Lock()
+	text := p.stdout.String()
+	if stderr {
+		text = p.stderr.String()
+	}
+	p.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && (name == "" || m["event"] == name) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type installation struct {
+	db        *pgtest.Database
+	owner     *pgxpool.Pool
+	defaultNS string
+}
+
+// bootstrapped runs `occ bootstrap` (development) on a migrated clone.
+func bootstrapped(t *testing.T) installation {
+	t.Helper()
+	db := pgtest.New(t)
+	p := run(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": db.AppURL,
+		"OCC_BOOTSTRAP_SERVICE_KEY_FILE": filepath.Join(t.TempDir(), "key.json")}, "bootstrap")
+	if p.exitCode() != 0 {
+		t.Fatalf("bootstrap: %s %s", p.stdout.String(), p.stderr.String())
+	}
+	ev := p.events(false, "installation.bootstrapped")
+	if len(ev) != 1 {
+		t.Fatalf("bootstrap output %s", p.stdout.String())
+	}
+	return installation{db: db, owner: db.Owner(t), defaultNS: ev[0]["namespaceId"].(string)}
+}
+
+func (i installation) scalar(t *testing.T, sql string, args ...any) string {
+	t.Helper()
+	var v *string
+	_ = i.owner.QueryRow(context.Background(), sql, args...).Scan(&v)
+	if v == nil {
+		return ""
+	}
+	return *v
+}
+
+func (i installation) status(t *testing.T) string {
+	return i.scalar(t, `SELECT status FROM occ.namespaces WHERE id = $1`, i.defaultNS)
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "installation.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func simulatedConfig(t *testing.T, computeConfiguration string) string {
+	root := t.TempDir()
+	return writeConfig(t, fmt.Sprintf(`occ: {cluster: local}
+drivers:
+  configuration: {id: configuration-filesystem, implementation: filesystem, configuration: {root: %s/configurations}}
+  iam: {id: native-iam, configuration: {}}
+  compute: {id: compute-simulated, implementation: simulated, configuration: %s}
+  secret: {id: secret-filesystem, implementation: filesystem, configuration: {root: %s/secrets}}
+`, root, computeConfiguration, root))
+}
+
+func workerEnv(i installation, configPath string, extra map[string]string) map[string]string {
+	env := map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": i.db.AppURL,
+		"OCC_WORKER_POLL_INTERVAL_MS": "50"}
+	if configPath != "" {
+		env["OCC_CONFIG_PATH"] = configPath
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+func TestSimulatedWorkerMakesTheDefaultNamespaceReady(t *testing.T) {
+	t.Parallel()
+	inst := bootstrapped(t)
+	w := start(t, workerEnv(inst, simulatedConfig(t, "{}"), nil), "worker")
+	eventually(t, 20*time.Second, "default namespace ready", func() bool { return inst.status(t) == "ready" })
+	eventually(t, 5*time.Second, "worker.completed", func() bool { return len(w.events(false, "worker.completed")) == 1 })
+	if started := w.events(false, "worker.started"); len(started) != 1 || started[0]["computeDriverId"] != "compute-simulated" {
+		t.Fatalf("worker.started %v", started)
+	}
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	if code := w.exitCode(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if stopped := w.events(false, "worker.stopped"); len(stopped) != 1 {
+		t.Fatalf("worker.stopped missing: %s", w.stdout.String())
+	}
+}
+
+func TestSIGKILLedWorkerIsRecoveredByAnother(t *testing.T) {
+	t.Parallel()
+	inst := bootstrapped(t)
+	key := "namespace:" + inst.defaultNS + ":reconcile:ready"
+	// Each EnsureNamespace call takes 3 s, longer than the 1.5 s lease: the first worker is
+	// certainly inside the pass when it is killed.
+	cfg := simulatedConfig(t, "{callDelayMs: 3000}")
+	env := workerEnv(inst, cfg, map[string]string{"OCC_WORKER_LEASE_DURATION_MS": "1500"})
+	first := start(t, env, "worker")
+	eventually(t, 20*time.Second, "first claim", func() bool {
+		return inst.scalar(t, `SELECT state FROM occ.controller_work WHERE idempotency_key = $1`, key) == "claimed"
+	})
+	second := start(t, env, "worker")
+	eventually(t, 20*time.Second, "second worker started", func() bool { return len(second.events(false, "worker.started")) == 1 })
+	_ = first.cmd.Process.Kill()
+	<-first.done
+	eventually(t, 30*time.Second, "recovery by the second worker", func() bool { return inst.status(t) == "ready" })
+	evidence := inst.scalar(t, `SELECT string_agg(details->>'reasonCode', ',' ORDER BY occurred_at) FROM occ.audit_events
+	  WHERE action = 'reconcile' AND details->>'workId' = $1`, key)
+	if evidence != "LEASE_EXPIRED,RECONCILE_SUCCEEDED" {
+		t.Fatalf("evidence %q", evidence)
+	}
+	if n := len(second.events(false, "worker.completed")); n != 1 {
+		t.Fatalf("%d completions by the second worker", n)
+	}
+}
+
+func TestSIGTERMInterruptsAHangingPass(t *testing.T) {
+	t.Parallel()
+	inst := bootstrapped(t)
+	key := "namespace:" + inst.defaultNS + ":reconcile:ready"
+	w := start(t, workerEnv(inst, simulatedConfig(t, "{callDelayMs: 600000}"), nil), "worker")
+	eventually(t, 20*time.Second, "claim", func() bool {
+		return inst.scalar(t, `SELECT state FROM occ.controller_work WHERE idempotency_key = $1`, key) == "claimed"
+	})
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	if code := w.exitCode(); code != 0 {
+		t.Fatalf("exit %d: %s", code, w.stderr.String())
+	}
+	var names []string
+	for _, ev := range w.events(false, "") {
+		switch ev["event"] {
+		case "worker.pass-interrupted", "worker.stopped", "worker.error":
+			names = append(names, ev["event"].(string))
+		}
+	}
+	if strings.Join(names, ",") != "worker.pass-interrupted,worker.stopped" {
+		t.Fatalf("events %v\n%s", names, w.stdout.String())
+	}
+	if interrupted := w.events(false, "worker.pass-interrupted")[0]; interrupted["cause"] != "WorkerStopping" || interrupted["workId"] != key {
+		t.Fatalf("%v", interrupted)
+	}
+}
+
+func TestWorkerRefusesInvalidStartupConfiguration(t *testing.T) {
+	t.Parallel()
+	inst := bootstrapped(t)
+	root := t.TempDir()
+	base := func(compute string) string {
+		return fmt.Sprintf(`occ: {cluster: local}
+drivers:
+  configuration: {id: configuration-filesystem, implementation: filesystem, configuration: {root: %s}}
+  iam: {id: native-iam, configuration: {}}
+  compute: %s
+  secret: {id: secret-filesystem, implementation: filesystem, configuration: {root: %s}}
+`, root, compute, root)
+	}
+	const secret = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
+	for _, tc := range []struct {
+		name, yaml, path string
+	}{
+		{"unknown field", base("{id: c, implementation: simulated, configuration: {}, colour: blue}"), "/drivers/compute/colour"},
+		{"plaintext credential", base("{id: c, implementation: simulated, configuration: {token: " + secret + "}}"), "/drivers/compute/configuration/token"},
+		{"unknown implementation", base("{id: c, implementation: mainframe, configuration: {}}"), "/drivers/compute/implementation"},
+		{"unknown driver field", base("{id: c, implementation: simulated, configuration: {colour: blue}}"), "/drivers/compute/configuration/colour"},
+	} {
+		p := run(t, workerEnv(inst, writeConfig(t, tc.yaml), nil), "worker")
+		if code := p.exitCode(); code != 1 {
+			t.Errorf("%s: exit %d", tc.name, code)
+			continue
+		}
+		ev := p.events(true, "worker.startup-error")
+		if len(ev) != 1 || ev[0]["code"] != "DRIVER_CONFIGURATION_INVALID" {
+			t.Errorf("%s: %s", tc.name, p.stderr.String())
+			continue
+		}
+		found := false
+		for _, d := range ev[0]["details"].([]any) {
+			if d.(map[string]any)["path"] == tc.path {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no detail at %s: %v", tc.name, tc.path, ev[0]["details"])
+		}
+		if strings.Contains(p.stderr.String()+p.stdout.String(), secret) || strings.Contains(p.stderr.String(), "blue") {
+			t.Errorf("%s: the submitted value reached the output", tc.name)
+		}
+	}
+}
+
+func TestWorkerStartupContract(t *testing.T) {
+	t.Parallel()
+	fresh := pgtest.New(t) // migrated, never bootstrapped
+	p := run(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": fresh.AppURL,
+		"OCC_CONFIG_PATH": simulatedConfig(t, "{}")}, "worker")
+	if ev := p.events(true, "worker.startup-error"); p.exitCode() != 1 || len(ev) != 1 || ev[0]["code"] != "WORKER_STARTUP_FAILED" {
+		t.Fatalf("unbootstrapped: %s", p.stderr.String())
+	}
+	p = run(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": fresh.AdminURL,
+		"OCC_CONFIG_PATH": simulatedConfig(t, "{}")}, "worker")
+	if ev := p.events(true, "worker.startup-error"); p.exitCode() != 1 || len(ev) != 1 || ev[0]["code"] != "WORKER_STARTUP_FAILED" ||
+		!strings.Contains(ev[0]["message"].(string), "superuser") {
+		t.Fatalf("superuser: %s", p.stderr.String())
+	}
+	p = run(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": fresh.AppURL, "OCC_WORKER_LEASE_DURATION_MS": "0"}, "worker")
+	if ev := p.events(true, "worker.startup-error"); p.exitCode() != 1 || len(ev) != 1 || ev[0]["code"] != "CONFIG_ENV_INVALID" {
+		t.Fatalf("bad setting: %s", p.stderr.String())
+	}
+}
+
+func dockerAvailable() bool {
+	out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").Output()
+	return err == nil && len(bytes.TrimSpace(out)) > 0
+}
+
+func TestDevelopmentWorkerCreatesTheDockerNetwork(t *testing.T) {
+	t.Parallel()
+	if !dockerAvailable() {
+		t.Skip("Docker Engine not reachable at /var/run/docker.sock: the Docker Compute Driver is not exercised")
+	}
+	inst := bootstrapped(t)
+	w := start(t, workerEnv(inst, "", nil), "worker")
+	eventually(t, 30*time.Second, "default namespace ready on Docker", func() bool { return inst.status(t) == "ready" })
+	out, err := exec.Command("docker", "network", "ls", "--quiet", "--filter", "label="+docker.LabelNamespaceID+"="+inst.defaultNS).Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		t.Fatalf("no labelled network for %s: %v", inst.defaultNS, err)
+	}
+	t.Cleanup(func() {
+		for _, id := range strings.Fields(string(out)) {
+			_ = exec.Command("docker", "network", "rm", id).Run()
+		}
+	})
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	if code := w.exitCode(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}

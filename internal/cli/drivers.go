@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/driver/builtin"
+	"github.com/openclaw/occ/internal/installcfg"
+	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/settings"
+)
+
+// startupConfig loads the trusted startup YAML (or the development defaults) with every
+// compiled-in Compute implementation's closed schema, then builds the selected Compute Driver.
+// Every refusal is a startupError with the DRIVER_CONFIGURATION_INVALID family of codes.
+func startupConfig(lookup settings.Lookup, mode settings.Mode, configPath, configurationRoot, secretRoot string) (*installcfg.Config, driver.Compute, error) {
+	registry := builtin.ComputeRegistry()
+	var opts []installcfg.Option
+	for _, impl := range registry.Implementations() {
+		schema := impl.Schema
+		opts = append(opts, installcfg.WithValidator(installcfg.CapabilityCompute, impl.Name, func(cfg map[string]any) []installcfg.Detail {
+			return configurationDetails(schema.Validate(cfg))
+		}))
+	}
+	env := installcfg.Env{Production: mode == settings.Production, DevelopmentConfigurationRoot: configurationRoot, DevelopmentSecretRoot: secretRoot}
+	var cfg *installcfg.Config
+	var err error
+	if configPath == "" && mode != settings.Production {
+		cfg = installcfg.Default(env)
+	} else {
+		cfg, err = installcfg.Load(configPath, env, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	compute, err := registry.NewCompute(cfg.Compute.Implementation, cfg.Compute.ID, cfg.Compute.Configuration,
+		driver.Environment{Production: mode == settings.Production, LookupEnv: lookup})
+	if err != nil {
+		return nil, nil, computeSelectionError(err)
+	}
+	return cfg, compute, nil
+}
+
+// configurationDetails turns a driver's configuration refusal into startup-YAML details.
+func configurationDetails(err error) []installcfg.Detail {
+	if err == nil {
+		return nil
+	}
+	var ce *driver.ConfigurationError
+	if !errors.As(err, &ce) {
+		return []installcfg.Detail{{Code: "INVALID_VALUE", Message: "The Driver configuration is invalid."}}
+	}
+	out := make([]installcfg.Detail, len(ce.Details))
+	for i, d := range ce.Details {
+		out[i] = installcfg.Detail{Path: d.Path, Code: d.Code, Message: d.Message}
+	}
+	return out
+}
+
+// computeSelectionError reports a Compute Driver that could not be built from a configuration the
+// schema accepted (semantic refusal, unavailable implementation).
+func computeSelectionError(err error) error {
+	details := []installcfg.Detail{{Path: "/drivers/compute", Code: "INVALID_VALUE", Message: "The Compute Driver refused its configuration."}}
+	var ce *driver.ConfigurationError
+	if errors.As(err, &ce) {
+		details = nil
+		for _, d := range ce.Details {
+			details = append(details, installcfg.Detail{Path: "/drivers/compute/configuration" + d.Path, Code: d.Code, Message: d.Message})
+		}
+	}
+	var ue *driver.ImplementationUnavailableError
+	if errors.As(err, &ue) {
+		details = []installcfg.Detail{{Path: "/drivers/compute/implementation", Code: "INVALID_VALUE", Message: "The Compute implementation is not available here."}}
+	}
+	return &installcfg.Error{Code: installcfg.CodeDriverConfigurationInvalid, Message: "The startup configuration selects a Compute Driver that cannot be built.", Details: details}
+}
+
+// startupConfigFailure writes an *installcfg.Error as the process's startup failure line.
+func startupConfigFailure(env Env, service, event string, err error) error {
+	var ie *installcfg.Error
+	if !errors.As(err, &ie) {
+		obs.WriteStartupFailure(env.Stderr, service, event, "STARTUP_FAILED", "The startup configuration could not be loaded.", nil)
+		return exitError{Code: 1}
+	}
+	details := make([]obs.Detail, len(ie.Details))
+	for i, d := range ie.Details {
+		details[i] = obs.Detail{Path: d.Path, Code: d.Code}
+	}
+	obs.WriteStartupFailure(env.Stderr, service, event, ie.Code, ie.Message, details)
+	return exitError{Code: 1}
+}
