@@ -379,7 +379,9 @@ func (q *Queue) ClaimableWorkWaiting(ctx context.Context) (bool, error) {
 }
 
 // Find reads one work row; store.ErrNotFound when absent.
-func (q *Queue) Find(ctx context.Context, key string) (Work, error) { return store.GetWork(ctx, q.db, key) }
+func (q *Queue) Find(ctx context.Context, key string) (Work, error) {
+	return store.GetWork(ctx, q.db, key)
+}
 
 // LatestAttempt reads the newest evidence of a work item, optionally with a given code.
 func (q *Queue) LatestAttempt(ctx context.Context, key string, code *string) (*store.WorkAttempt, error) {

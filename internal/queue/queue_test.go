@@ -248,10 +248,13 @@ func TestExpiredClaimCannotPublish(t *testing.T) {
 	e.expire(c.Work.Key)
 	for name, op := range map[string]func() error{
 		"complete": func() error { _, err := e.q.Complete(ctx, e.app, c, "", nil); return err },
-		"defer":    func() error { _, err := e.q.Defer(ctx, e.app, c, "NAMESPACE_INCOMPLETE", queue.DeferOptions{}); return err },
-		"retry":    func() error { _, err := e.q.Retry(ctx, e.app, c, "DEPENDENCY_UNAVAILABLE"); return err },
-		"fail":     func() error { _, err := e.q.Fail(ctx, e.app, c, "INVALID_TARGET", nil); return err },
-		"renew":    func() error { _, err := e.q.RenewOne(ctx, e.app, c); return err },
+		"defer": func() error {
+			_, err := e.q.Defer(ctx, e.app, c, "NAMESPACE_INCOMPLETE", queue.DeferOptions{})
+			return err
+		},
+		"retry": func() error { _, err := e.q.Retry(ctx, e.app, c, "DEPENDENCY_UNAVAILABLE"); return err },
+		"fail":  func() error { _, err := e.q.Fail(ctx, e.app, c, "INVALID_TARGET", nil); return err },
+		"renew": func() error { _, err := e.q.RenewOne(ctx, e.app, c); return err },
 	} {
 		if err := op(); !errors.Is(err, queue.ErrClaimLost) {
 			t.Errorf("%s after expiry: %v", name, err)

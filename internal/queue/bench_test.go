@@ -1,0 +1,187 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/testkit/pgtest"
+)
+
+// Micro-benchmarks of the queue statements (anchors §4.3): claim, complete and renew, each on its
+// own clone of the migrated template. Every work item is Namespace work in a Namespace of its own,
+// so each item is its own lane and a claim of k returns k rows. Besides ns/op they report the time
+// and the WAL per item (pg_current_wal_lsn delta: the whole private server, so other tests of this
+// binary running at the same time would add to it; benchmarks run alone).
+//
+//	go test -run '^$' -bench . -benchtime 2000x ./internal/queue/
+
+// benchFill inserts n queued Namespace work items, one new Namespace (lane) each, in one
+// statement, then vacuums and analyzes the queue so that every benchmark starts from the same
+// planner statistics.
+const benchFill = `
+WITH ns AS (
+  INSERT INTO occ.namespaces (id, name)
+  SELECT id, id FROM (SELECT 'ns_' || gen_random_uuid() AS id FROM generate_series(1, $1)) s
+  RETURNING id)
+INSERT INTO occ.controller_work (idempotency_key, namespace_id, actor_id, namespace_target)
+SELECT 'namespace:' || id || ':reconcile:ready', id, $2, 'ready' FROM ns`
+
+type benchEnv struct {
+	b   *testing.B
+	ctx context.Context
+	app *pgxpool.Pool
+	q   *queue.Queue
+}
+
+func newBenchEnv(b *testing.B, queued int) *benchEnv {
+	b.Helper()
+	db := pgtest.New(b)
+	e := &benchEnv{b: b, ctx: context.Background(), app: db.App(b)}
+	// A lease long enough for any benchmark length: claims made during setup must still be owned
+	// when the timed loop reaches them.
+	e.q = queue.New(e.app, queue.Options{LeaseDuration: time.Hour, Jitter: zero})
+	if queued > 0 {
+		if _, err := e.app.Exec(e.ctx, benchFill, queued, "prn_"+uuid.NewString()); err != nil {
+			b.Fatalf("fill: %v", err)
+		}
+	}
+	owner := db.Owner(b)
+	for _, table := range []string{"occ.controller_work", "occ.namespaces"} {
+		if _, err := owner.Exec(e.ctx, "VACUUM (ANALYZE) "+table); err != nil {
+			b.Fatalf("vacuum: %v", err)
+		}
+	}
+	return e
+}
+
+// claim claims n items in batches of up to 100.
+func (e *benchEnv) claim(n int) []queue.Claim {
+	e.b.Helper()
+	var out []queue.Claim
+	for len(out) < n {
+		claims, err := e.q.Claim(e.ctx, min(100, n-len(out)))
+		if err != nil {
+			e.b.Fatal(err)
+		}
+		if len(claims) == 0 {
+			e.b.Fatalf("claimed %d of %d", len(out), n)
+		}
+		out = append(out, claims...)
+	}
+	return out
+}
+
+func (e *benchEnv) walLSN() uint64 {
+	e.b.Helper()
+	var lsn string
+	if err := e.app.QueryRow(e.ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
+		e.b.Fatal(err)
+	}
+	hi, lo, _ := strings.Cut(lsn, "/")
+	h, err1 := strconv.ParseUint(hi, 16, 32)
+	l, err2 := strconv.ParseUint(lo, 16, 32)
+	if err1 != nil || err2 != nil {
+		e.b.Fatalf("parse LSN %q", lsn)
+	}
+	return h<<32 | l
+}
+
+// report adds per-item metrics: items is the number of work items the timed loop handled.
+func (e *benchEnv) report(items int, walBefore uint64) {
+	e.b.Helper()
+	wal := e.walLSN() - walBefore
+	e.b.ReportMetric(float64(e.b.Elapsed().Nanoseconds())/float64(items), "ns/item")
+	e.b.ReportMetric(float64(items)/e.b.Elapsed().Seconds(), "items/s")
+	e.b.ReportMetric(float64(wal)/float64(items), "WAL-B/item")
+}
+
+// BenchmarkClaim claims batches of 1 and of 16 from a queue holding exactly the items the loop
+// will claim (the queue drains as it runs, as in a burn-down).
+func BenchmarkClaim(b *testing.B) {
+	for _, batch := range []int{1, 16} {
+		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
+			e := newBenchEnv(b, b.N*batch)
+			wal := e.walLSN()
+			claimed := 0
+			b.ResetTimer()
+			for range b.N {
+				claims, err := e.q.Claim(e.ctx, batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				claimed += len(claims)
+			}
+			b.StopTimer()
+			if claimed != b.N*batch {
+				b.Fatalf("claimed %d, want %d", claimed, b.N*batch)
+			}
+			e.report(claimed, wal)
+		})
+	}
+}
+
+// BenchmarkComplete completes claimed items one per operation: "autocommit" is Complete as its
+// own statement; "finalize_tx" is the worker's finalization transaction without the resource
+// change (BEGIN; renew the claim; Complete; COMMIT). Each completion writes its evidence row.
+func BenchmarkComplete(b *testing.B) {
+	for _, mode := range []string{"autocommit", "finalize_tx"} {
+		b.Run(mode, func(b *testing.B) {
+			e := newBenchEnv(b, b.N)
+			claims := e.claim(b.N)
+			wal := e.walLSN()
+			b.ResetTimer()
+			for i := range b.N {
+				var err error
+				if mode == "autocommit" {
+					_, err = e.q.Complete(e.ctx, e.app, claims[i], "", nil)
+				} else {
+					err = pgx.BeginFunc(e.ctx, e.app, func(tx pgx.Tx) error {
+						if _, err := e.q.RenewOne(e.ctx, tx, claims[i]); err != nil {
+							return err
+						}
+						_, err := e.q.Complete(e.ctx, tx, claims[i], "", nil)
+						return err
+					})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			e.report(b.N, wal)
+		})
+	}
+}
+
+// BenchmarkRenew renews 1 and 64 claims in one statement per operation (the worker's renewal
+// loop sends every active lease at once).
+func BenchmarkRenew(b *testing.B) {
+	for _, n := range []int{1, 64} {
+		b.Run(fmt.Sprintf("claims=%d", n), func(b *testing.B) {
+			e := newBenchEnv(b, n)
+			claims := e.claim(n)
+			wal := e.walLSN()
+			b.ResetTimer()
+			for range b.N {
+				renewed, err := e.q.Renew(e.ctx, nil, claims)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(renewed) != n {
+					b.Fatalf("renewed %d of %d", len(renewed), n)
+				}
+			}
+			b.StopTimer()
+			e.report(b.N*n, wal)
+		})
+	}
+}
