@@ -97,14 +97,6 @@ type KeyFile struct {
 	} `json:"meta"`
 }
 
-// Issuer is the identity issuer of human Principals of an Installation (api-iam §1.12).
-func Issuer(installationID string) string {
-	return "occ:installation:" + installationID + ":better-auth"
-}
-
-// TimeLayout is the API's timestamp format: UTC with exactly milliseconds.
-const TimeLayout = "2006-01-02T15:04:05.000Z"
-
 // Run bootstraps the Installation through conn (the application role), or verifies an existing
 // one. Output files are created exclusively before the transaction commits; if the database
 // refuses the commit they are removed again, and if the commit outcome is unknown they are kept
@@ -161,7 +153,7 @@ func Run(ctx context.Context, conn *pgx.Conn, cfg settings.Bootstrap) (Result, e
 		return Result{}, &Error{Code: CodeBootstrapFailed, Message: "An output file could not be written.", Err: err, Attempt: seed.attempt}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		if committedNothing(err) {
+		if store.CommitChangedNothing(err) {
 			removeAll(written)
 			return Result{}, &Error{Code: classify(err), Message: "The bootstrap transaction was not committed.", Err: err, Attempt: seed.attempt}
 		}
@@ -183,7 +175,7 @@ func verify(ctx context.Context, tx pgx.Tx, cfg settings.Bootstrap, inst store.I
 		return attempt, unavailable(err)
 	}
 	attempt.AccountID, attempt.PrincipalID = account.ID, account.PrincipalID
-	identities, err := store.LookupIAMIdentities(ctx, tx, Issuer(inst.ID), account.ID, "")
+	identities, err := store.LookupIAMIdentities(ctx, tx, auth.Issuer(inst.ID), account.ID, "")
 	if err != nil {
 		return attempt, unavailable(err)
 	}
@@ -245,7 +237,7 @@ func newSeed(cfg settings.Bootstrap, password string) (*seed, error) {
 
 func (s *seed) write(ctx context.Context, tx pgx.Tx, cfg settings.Bootstrap) error {
 	a := &s.attempt
-	issuer := Issuer(a.InstallationID)
+	issuer := auth.Issuer(a.InstallationID)
 	if err := store.InsertInstallation(ctx, tx, a.InstallationID, cfg.InstallationName); err != nil {
 		return err
 	}
@@ -359,7 +351,7 @@ func (s *seed) writeFiles(cfg settings.Bootstrap, password string) ([]string, er
 	doc.Data.ID = s.attempt.ServiceKeyID
 	doc.Data.ServicePrincipalID = s.attempt.ServicePrincipalID
 	doc.Data.Name = ServiceKeyName
-	doc.Data.ExpiresAt = s.attempt.ServiceKeyExpiresAt.Format(TimeLayout)
+	doc.Data.ExpiresAt = s.attempt.ServiceKeyExpiresAt.Format(platform.TimeLayout)
 	doc.Data.Key = s.key.Plaintext
 	doc.Meta.InstallationID = s.attempt.InstallationID
 	body, err := json.Marshal(doc)
@@ -386,13 +378,6 @@ func randomPassword() (string, error) {
 		return "", err
 	}
 	return base64.RawURLEncoding.EncodeToString(raw), nil
-}
-
-// committedNothing reports whether a failed COMMIT certainly left the database unchanged: the
-// server answered with an error, or the request never left the client.
-func committedNothing(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) || pgconn.SafeToRetry(err)
 }
 
 // classify maps a database failure to a code: a server-reported error is a refusal of the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openclaw/occ/internal/bootstrap"
 	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/settings"
 )
 
@@ -81,7 +82,7 @@ func attemptFields(a bootstrap.Attempt) obs.BootstrapAttempt {
 		ServicePrincipalID: a.ServicePrincipalID,
 	}
 	if !a.ServiceKeyExpiresAt.IsZero() {
-		out.ServiceKeyExpiresAt = a.ServiceKeyExpiresAt.Format(bootstrap.TimeLayout)
+		out.ServiceKeyExpiresAt = a.ServiceKeyExpiresAt.Format(platform.TimeLayout)
 	}
 	return out
 }

@@ -40,6 +40,7 @@ func NewRoot(env Env) *cobra.Command {
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.AddCommand(newVersionCommand(env), newMigrateCommand(env), newBootstrapCommand(env), newWorkerCommand(env))
+	root.AddCommand(newAPICommand(env))
 	return root
 }
 

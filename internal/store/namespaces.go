@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 type Namespace struct {
@@ -19,4 +22,119 @@ func InsertNamespace(ctx context.Context, db DBTX, id, name string, existing *st
 	err := db.QueryRow(ctx, `INSERT INTO occ.namespaces (id, name, existing_namespace) VALUES ($1, $2, $3)
 RETURNING status, created_at`, id, name, existing).Scan(&n.Status, &n.CreatedAt)
 	return n, err
+}
+
+const namespaceColumns = `n.id, n.name, n.status, n.existing_namespace, n.created_at`
+
+func scanNamespace(r pgx.CollectableRow) (Namespace, error) {
+	var n Namespace
+	err := r.Scan(&n.ID, &n.Name, &n.Status, &n.ExistingNamespace, &n.CreatedAt)
+	return n, err
+}
+
+// RowLock selects the row lock a read takes.
+type RowLock int
+
+const (
+	NoLock     RowLock = iota
+	LockShare          // FOR SHARE: serializes with a concurrent deletion
+	LockUpdate         // FOR UPDATE: the deletion itself
+)
+
+func (l RowLock) clause() string {
+	switch l {
+	case LockShare:
+		return ` FOR SHARE`
+	case LockUpdate:
+		return ` FOR UPDATE`
+	}
+	return ``
+}
+
+// GetNamespace reads a live Namespace; a tombstoned or absent one is ErrNotFound. With a lock the
+// row stays locked until the transaction ends (lock order: Namespace before Agent).
+func GetNamespace(ctx context.Context, db DBTX, id string, lock RowLock) (Namespace, error) {
+	rows, err := db.Query(ctx, `SELECT `+namespaceColumns+` FROM occ.namespaces n
+ WHERE n.id = $1 AND n.deleted_at IS NULL`+lock.clause(), id)
+	if err != nil {
+		return Namespace{}, err
+	}
+	n, err := pgx.CollectExactlyOneRow(rows, scanNamespace)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Namespace{}, ErrNotFound
+	}
+	return n, err
+}
+
+// ListNamespaces returns up to limit live Namespaces ordered by name (byte order), starting after
+// the name afterName when it is non-empty.
+func ListNamespaces(ctx context.Context, db DBTX, afterName string, limit int) ([]Namespace, error) {
+	rows, err := db.Query(ctx, `SELECT `+namespaceColumns+` FROM occ.namespaces n
+ WHERE n.deleted_at IS NULL AND ($1 = '' OR n.name > $1)
+ ORDER BY n.name LIMIT $2`, afterName, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanNamespace)
+}
+
+// MarkNamespaceDeleting moves a live Namespace to deleting; false when it was not live.
+func MarkNamespaceDeleting(ctx context.Context, db DBTX, id string) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE occ.namespaces SET status = 'deleting'
+ WHERE id = $1 AND deleted_at IS NULL AND status <> 'deleting'`, id)
+	return tag.RowsAffected() == 1, err
+}
+
+// NamespaceContent is one resource that keeps a Namespace from being deleted.
+type NamespaceContent struct {
+	Kind string
+	ID   string
+}
+
+// NamespaceContents lists the resources a Namespace still owns (Agents, Configurations, Service
+// Accounts, Secrets), at most perKind of each kind, in a stable order.
+func NamespaceContents(ctx context.Context, db DBTX, namespaceID string, perKind int) ([]NamespaceContent, error) {
+	rows, err := db.Query(ctx, `
+(SELECT 'agent', id FROM occ.agents WHERE namespace_id = $1 ORDER BY id LIMIT $2)
+UNION ALL
+(SELECT 'configuration', id FROM occ.configurations WHERE namespace_id = $1 ORDER BY id LIMIT $2)
+UNION ALL
+(SELECT 'service_account', id FROM occ.service_accounts WHERE namespace_id = $1 ORDER BY id LIMIT $2)
+UNION ALL
+(SELECT 'secret', id FROM occ.secrets WHERE namespace_id = $1 ORDER BY id LIMIT $2)`, namespaceID, perKind)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (NamespaceContent, error) {
+		var c NamespaceContent
+		err := r.Scan(&c.Kind, &c.ID)
+		return c, err
+	})
+}
+
+// WorkState is the state and actor of one controller work row.
+type WorkState struct {
+	Key     string
+	State   string
+	ActorID string
+}
+
+// GetWorkState reads the state of one work row by key; ErrNotFound when absent.
+func GetWorkState(ctx context.Context, db DBTX, key string) (WorkState, error) {
+	w := WorkState{Key: key}
+	err := db.QueryRow(ctx, `SELECT state, actor_id FROM occ.controller_work WHERE idempotency_key = $1`, key).
+		Scan(&w.State, &w.ActorID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return WorkState{}, ErrNotFound
+	}
+	return w, err
+}
+
+// RetryFailedNamespaceDeletion requeues a failed_permanent teardown whose current actor is
+// initiatorID, replacing the actor with actorID (a takeover when they differ). It reports whether the
+// work was requeued (occ.retry_failed_namespace_deletion).
+func RetryFailedNamespaceDeletion(ctx context.Context, db DBTX, namespaceID, initiatorID, actorID string) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `SELECT occ.retry_failed_namespace_deletion($1, $2, $3)`, namespaceID, initiatorID, actorID).Scan(&ok)
+	return ok, err
 }

@@ -1,0 +1,267 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openclaw/occ/internal/audit"
+	"github.com/openclaw/occ/internal/auth"
+	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// call is one request on its way through the pipeline.
+type call struct {
+	s         *Server
+	r         *http.Request
+	route     *Route
+	requestID string
+	params    map[string]string
+	query     map[string]string
+	body      json.RawMessage // canonical, schema-valid JSON
+
+	cred      auth.Credential
+	identity  *iam.Identity
+	tx        pgx.Tx
+	iam       *iam.Native
+	namespace *store.Namespace // the path Namespace (ScopeNamespace)
+
+	status     int
+	data       any
+	nextCursor string
+	cookies    []*http.Cookie
+	raw        []byte // a bare body (the OpenAPI document)
+}
+
+// denial is a 403 whose audit event is written after the route's transaction rolled back.
+type denial struct {
+	event audit.Event
+}
+
+func (d *denial) Error() string { return "api: authorization denied: " + d.event.DecisionReason }
+
+func (c *call) bind(tx pgx.Tx) {
+	c.tx = tx
+	c.iam = iam.NewNative(c.s.cfg.IAMDriverID, iam.StoreSource{DB: tx})
+}
+
+// decode unmarshals the validated body into v.
+func (c *call) decode(v any) error {
+	if err := json.Unmarshal(c.body, v); err != nil {
+		return platform.NewError(platform.CodeInvalidRequest, "The request is invalid.",
+			platform.Detail{Path: "", Code: platform.DetailInvalidType})
+	}
+	return nil
+}
+
+// bodyHas reports whether the validated body has a top-level member.
+func (c *call) bodyHas(member string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(c.body, &m) != nil {
+		return false
+	}
+	_, ok := m[member]
+	return ok
+}
+
+func (c *call) respond(status int, data any) {
+	c.status, c.data = status, data
+}
+
+// Resources the route table's targets name.
+
+func (c *call) installationResource() iam.Resource {
+	return iam.Resource{Kind: iam.KindInstallation, ID: c.s.installation.ID}
+}
+
+func namespaceResource(id string) iam.Resource {
+	ns := id
+	return iam.Resource{Kind: iam.KindNamespace, ID: id, NamespaceID: &ns}
+}
+
+// primaryResource is what a denial before any permission check (identity, scope) is about.
+func (c *call) primaryResource() iam.Resource {
+	if id, ok := c.params["namespaceId"]; ok {
+		return namespaceResource(id)
+	}
+	return c.installationResource()
+}
+
+func (c *call) target(p Permission) iam.Resource {
+	switch p.Target {
+	case TargetInstallationCollection:
+		return iam.Resource{Kind: p.Kind, ID: c.s.installation.ID}
+	case TargetPathNamespace:
+		return namespaceResource(c.params["namespaceId"])
+	}
+	return c.installationResource()
+}
+
+// admitIdentity resolves the credential to its IAM identity, enforces the credential's Namespace
+// scope, reads the path Namespace and checks the route's generic permissions, in this order.
+func (c *call) admitIdentity(ctx context.Context) error {
+	route := c.route
+	ident, err := c.iam.LookupIdentity(ctx, c.cred.IdentityLookup(c.s.installation.ID))
+	switch {
+	case errors.Is(err, iam.ErrAmbiguousIdentity), errors.Is(err, iam.ErrPolicyInvalid), errors.Is(err, iam.ErrInvalidLookup):
+		return c.deny(nil, "identity invalid", "IDENTITY_UNRESOLVED")
+	case err != nil:
+		return platform.Unavailable(err)
+	case ident == nil:
+		return c.deny(nil, "identity not provisioned", "IDENTITY_UNRESOLVED")
+	}
+	c.identity = ident
+	if ident.AgentID != nil {
+		return c.deny(nil, "agent-owned principal", "CREDENTIAL_SCOPE")
+	}
+	if c.cred.Kind == auth.KindServiceKey && ident.Kind != iam.IdentityKindServicePrincipal {
+		return c.deny(nil, "identity kind mismatch", "IDENTITY_UNRESOLVED")
+	}
+	if c.cred.Kind == auth.KindSession && ident.Kind != iam.IdentityKindPrincipal {
+		return c.deny(nil, "identity kind mismatch", "IDENTITY_UNRESOLVED")
+	}
+	scope := c.cred.NamespaceScope()
+	switch route.Scope {
+	case ScopeInstallation:
+		if scope != nil {
+			return c.deny(nil, "namespace-scoped credential on an installation route", "CREDENTIAL_SCOPE")
+		}
+	case ScopeNamespace:
+		if scope != nil && *scope != c.params["namespaceId"] {
+			return c.deny(nil, "credential scoped to another namespace", "CREDENTIAL_SCOPE")
+		}
+		ns, err := store.GetNamespace(ctx, c.tx, c.params["namespaceId"], route.NamespaceLock)
+		if errors.Is(err, store.ErrNotFound) {
+			return platform.NotFound("The Namespace does not exist.")
+		} else if err != nil {
+			return platform.Unavailable(err)
+		}
+		c.namespace = &ns
+	}
+	for _, p := range route.Permissions {
+		if !p.generic() || (p.Cond != nil && !p.Cond(c)) {
+			continue
+		}
+		if err := c.authorize(ctx, p.Action, c.target(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// authorize asks the IAM driver, fresh, whether the caller may perform action on res. A denial is
+// returned as a *denial (403, audited after rollback); a storage failure as 503.
+func (c *call) authorize(ctx context.Context, action string, res iam.Resource) error {
+	allowed, decision, err := c.decide(ctx, action, res)
+	if err != nil {
+		return err
+	}
+	if allowed {
+		return nil
+	}
+	req := iam.Request{PrincipalID: c.identity.ID, Action: action, Resource: res}
+	return c.denyRequest(req, decision.Reason, "AUTHORIZATION_DENIED")
+}
+
+// allowed is authorize without a denial: for filtering list items.
+func (c *call) allowed(ctx context.Context, action string, res iam.Resource) (bool, error) {
+	ok, _, err := c.decide(ctx, action, res)
+	return ok, err
+}
+
+func (c *call) decide(ctx context.Context, action string, res iam.Resource) (bool, iam.Decision, error) {
+	decision, err := c.iam.Authorize(ctx, iam.Request{PrincipalID: c.identity.ID, Action: action, Resource: res})
+	if err != nil {
+		return false, decision, platform.Unavailable(err)
+	}
+	return iam.Allows(decision, c.s.cfg.IAMDriverID), decision, nil
+}
+
+// deny builds the denial of a request refused before any permission check.
+func (c *call) deny(res *iam.Resource, reason, code string) error {
+	r := c.primaryResource()
+	if res != nil {
+		r = *res
+	}
+	ev := c.denialEvent(r, reason, code)
+	return &denial{event: ev}
+}
+
+func (c *call) denyRequest(req iam.Request, reason, code string) error {
+	ev := c.denialEvent(req.Resource, reason, code)
+	ev.Authorization = &audit.Authorization{PrincipalID: req.PrincipalID, Action: req.Action, Resource: auditResource(req.Resource)}
+	return &denial{event: ev}
+}
+
+func (c *call) denialEvent(res iam.Resource, reason, code string) audit.Event {
+	ev := audit.Event{
+		Kind:           audit.KindAuthorizationDenial,
+		Outcome:        audit.OutcomeDenied,
+		Action:         c.route.Action,
+		NamespaceID:    res.NamespaceID,
+		Resource:       auditResource(res),
+		RequestID:      c.requestID,
+		IAMDriverID:    c.s.cfg.IAMDriverID,
+		DecisionReason: reason,
+		ReasonCode:     code,
+	}
+	c.fillActor(&ev)
+	return ev
+}
+
+func auditResource(r iam.Resource) audit.Resource {
+	return audit.Resource{Kind: r.Kind, ID: r.ID, NamespaceID: r.NamespaceID}
+}
+
+// fillActor records who acted: the resolved identity, or what the credential claimed.
+func (c *call) fillActor(ev *audit.Event) {
+	switch {
+	case c.identity != nil && c.identity.Kind == iam.IdentityKindPrincipal:
+		ev.ActorID = c.identity.ID
+		ev.Actor = &audit.Actor{PrincipalID: c.identity.ID, Kind: audit.ActorKindPrincipal,
+			Issuer: c.identity.Issuer, Subject: c.identity.Subject}
+	case c.identity != nil:
+		ev.ActorID = c.identity.ID
+		ev.Actor = &audit.Actor{ID: c.identity.ID, Kind: audit.ActorKindServicePrincipal}
+	default:
+		ev.ActorID = audit.ActorUnresolved
+		ev.Actor = &audit.Actor{Unresolved: true}
+	}
+	if c.cred.Kind == auth.KindServiceKey {
+		if ev.Details == nil {
+			ev.Details = map[string]any{}
+		}
+		ev.Details["actorServiceKeyId"] = c.cred.Key.ID
+	}
+}
+
+// audit appends the event of a successful mutation inside the route's transaction. If the append
+// fails, the transaction (and with it the mutation) does not commit: 503.
+func (c *call) audit(ctx context.Context, ev audit.Event) error {
+	if ev.Kind == "" {
+		ev.Kind = audit.KindMutation
+	}
+	if ev.Action == "" {
+		ev.Action = c.route.Action
+	}
+	ev.RequestID = c.requestID
+	ev.IAMDriverID = c.s.cfg.IAMDriverID
+	c.fillActor(&ev)
+	if _, err := c.s.appender.Append(ctx, c.tx, ev); err != nil {
+		return platform.Unavailable(err)
+	}
+	return nil
+}
+
+// actorID is the identity id recorded as a work row's actor.
+func (c *call) actorID() string { return c.identity.ID }
+
+// auditEvent is a mutation event about res with details.
+func auditEvent(res iam.Resource, details map[string]any) audit.Event {
+	return audit.Event{NamespaceID: res.NamespaceID, Resource: auditResource(res), Details: details}
+}

@@ -1,0 +1,111 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Lists are complete and authorization-filtered, as upstream; limit and cursor (ours) page through
+// the filtered list. A cursor is opaque to clients: base64url of the route's action and the
+// keyset position of the last returned item, so it cannot be replayed on another list.
+
+type cursorDoc struct {
+	Route string `json:"r"`
+	Name  string `json:"n,omitempty"`
+	Micro int64  `json:"t,omitempty"`
+	ID    string `json:"i,omitempty"`
+}
+
+func (c *call) encodeCursor(doc cursorDoc) string {
+	doc.Route = c.route.Action
+	raw, _ := json.Marshal(doc)
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+var errBadCursor = platform.Invalid("The cursor is not valid for this list.", "/cursor", platform.DetailInvalidFormat)
+
+func (c *call) decodeCursor() (*cursorDoc, error) {
+	raw, ok := c.query["cursor"]
+	if !ok {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(raw)
+	if err != nil {
+		return nil, errBadCursor
+	}
+	var doc cursorDoc
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Route != c.route.Action {
+		return nil, errBadCursor
+	}
+	return &doc, nil
+}
+
+// keyCursor turns a cursor document into a store keyset position.
+func keyCursor(doc *cursorDoc) *store.Cursor {
+	if doc == nil {
+		return nil
+	}
+	return &store.Cursor{CreatedAt: time.UnixMicro(doc.Micro).UTC(), ID: doc.ID}
+}
+
+func keyDoc(created time.Time, id string) cursorDoc {
+	return cursorDoc{Micro: created.UnixMicro(), ID: id}
+}
+
+// pageLimit is the requested limit, or 0 for a complete list.
+func (c *call) pageLimit(def int) int {
+	raw, ok := c.query["limit"]
+	if !ok {
+		return def
+	}
+	n, _ := strconv.Atoi(raw)
+	return n
+}
+
+// batchSize is how many candidates one storage read fetches while filtering.
+const batchSize = 200
+
+// collect reads candidates batch by batch from fetch (each batch after the position of the last
+// candidate seen), keeps those keep allows, and stops after limit kept items (limit 0: all). It
+// returns the kept items and, when more may follow, the cursor after the last one kept. An
+// authorization error fails the whole list.
+func collect[T any](ctx context.Context, limit int, fetch func(after *cursorDoc, n int) ([]T, error),
+	keep func(T) (bool, error), position func(T) cursorDoc, after *cursorDoc) ([]T, *cursorDoc, error) {
+	out := []T{}
+	for {
+		batch, err := fetch(after, batchSize)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, item := range batch {
+			pos := position(item)
+			ok, err := keep(item)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ok {
+				if limit > 0 && len(out) == limit {
+					last := position(out[len(out)-1])
+					return out, &last, nil
+				}
+				out = append(out, item)
+			}
+			after = &pos
+		}
+		if len(batch) < batchSize {
+			return out, nil, nil
+		}
+	}
+}
+
+func (c *call) setNext(next *cursorDoc) {
+	if next != nil {
+		c.nextCursor = c.encodeCursor(*next)
+	}
+}

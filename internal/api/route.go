@@ -1,0 +1,165 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/openclaw/occ/internal/auth"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Scope says how a route relates to IAM identities and credential scopes.
+type Scope int
+
+const (
+	// ScopeNone: no IAM identity is resolved (public, sign-in, session, sign-out).
+	ScopeNone Scope = iota
+	// ScopeInstallation: an Installation route; a Namespace-scoped credential is refused (403).
+	ScopeInstallation
+	// ScopeNamespace: the route names {namespaceId}; a Namespace-scoped credential must name the
+	// same Namespace (403), and the Namespace must exist and not be tombstoned (404).
+	ScopeNamespace
+	// ScopeCollection: a list across Namespaces; a Namespace-scoped credential sees only its own.
+	ScopeCollection
+)
+
+// Target says which resource a permission is checked on.
+type Target int
+
+const (
+	// TargetInstallation is {kind: installation, id: <installationId>}.
+	TargetInstallation Target = iota
+	// TargetInstallationCollection is a collection create on the Installation: {kind: <created
+	// kind>, id: <installationId>} without a Namespace.
+	TargetInstallationCollection
+	// TargetPathNamespace is the path Namespace: {kind: namespace, id: ns, namespaceId: ns}.
+	TargetPathNamespace
+	// TargetEachItem is checked per item of a list; items without it are left out.
+	TargetEachItem
+	// TargetBodyResource is the exact resource named by the request body (checked by the handler).
+	TargetBodyResource
+)
+
+var targetDescriptions = map[Target]string{
+	TargetInstallation:           "installation",
+	TargetInstallationCollection: "installation-collection",
+	TargetPathNamespace:          "path-namespace",
+	TargetEachItem:               "each-item",
+	TargetBodyResource:           "body-resource",
+}
+
+// Permission is one IAM check of a route: exactly (Action, Kind) on Target. Checks with a Cond run
+// only when it holds (documented by When).
+type Permission struct {
+	Action string
+	Kind   string
+	Target Target
+	When   string
+	Cond   func(c *call) bool
+}
+
+// generic reports whether the pipeline checks the permission before the handler runs.
+func (p Permission) generic() bool {
+	switch p.Target {
+	case TargetInstallation, TargetInstallationCollection, TargetPathNamespace:
+		return true
+	}
+	return false
+}
+
+// itemPermission is the permission a list checks on each candidate item (TargetEachItem).
+func (r *Route) itemPermission() (Permission, bool) {
+	for _, p := range r.Permissions {
+		if p.Target == TargetEachItem {
+			return p, true
+		}
+	}
+	return Permission{}, false
+}
+
+// TxMode is the transaction a route's handler runs in.
+type TxMode int
+
+const (
+	// TxNone: the handler manages storage itself (or needs none).
+	TxNone TxMode = iota
+	// TxRead: one read-only transaction.
+	TxRead
+	// TxWrite: one read-write transaction holding the mutation, its audit event and its work.
+	TxWrite
+)
+
+// Route is one entry of the route table. Routing, credential admission, authorization, request
+// validation and the OpenAPI document are all derived from the table.
+type Route struct {
+	Method      string
+	Path        string // template, e.g. /namespaces/{namespaceId}
+	Action      string // audit action and OpenAPI operationId
+	Summary     string
+	Description string
+	Tag         string
+
+	Auth         auth.Mode
+	SignInOrigin bool // the sign-in/sign-out Origin gate instead of the cookie-unsafe one
+	Scope        Scope
+	// NamespaceLock is the lock the path Namespace is read with (ScopeNamespace).
+	NamespaceLock store.RowLock
+	Permissions   []Permission
+	// Coverage documents the identity-coverage rule the handler applies (service keys).
+	Coverage string
+
+	Body       *Schema // nil: no body (nothing or {})
+	BodyLimit  int64   // 0: DefaultBodyLimit
+	PathParams map[string]*Schema
+	Query      []QueryParam
+
+	Success  int
+	Response *Schema // the data member; nil for 204
+	Paged    bool    // meta.nextCursor
+	Conflict bool    // documents 409
+	Limited  bool    // documents 429
+
+	Tx      TxMode
+	Handler func(s *Server, ctx context.Context, c *call) error
+	// Unmetered routes are left out of the request metrics (health endpoints).
+	Unmetered bool
+}
+
+func (r *Route) bodyLimit() int64 {
+	if r.BodyLimit > 0 {
+		return r.BodyLimit
+	}
+	return DefaultBodyLimit
+}
+
+// errorStatuses lists the error statuses a route documents.
+func (r *Route) errorStatuses() []int {
+	statuses := []int{http.StatusBadRequest}
+	if r.Auth == auth.ModeAny || r.Auth == auth.ModeSession || r.Auth == auth.ModeAnonymous || r.Auth == auth.ModeSessionOptional {
+		statuses = append(statuses, http.StatusUnauthorized)
+	}
+	if r.Scope != ScopeNone || r.Auth == auth.ModeSession || r.SignInOrigin || r.Auth == auth.ModeAny {
+		statuses = append(statuses, http.StatusForbidden)
+	}
+	if len(r.PathParams) > 0 || r.Scope == ScopeNamespace {
+		statuses = append(statuses, http.StatusNotFound)
+	}
+	statuses = append(statuses, http.StatusMethodNotAllowed)
+	if r.Conflict {
+		statuses = append(statuses, http.StatusConflict)
+	}
+	statuses = append(statuses, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
+	if r.Limited {
+		statuses = append(statuses, http.StatusTooManyRequests)
+	}
+	statuses = append(statuses, http.StatusInternalServerError, http.StatusServiceUnavailable)
+	slices.Sort(statuses)
+	return slices.Compact(statuses)
+}
+
+// Routes returns the route table.
+func Routes() []*Route {
+	prepareRoutes()
+	return routeTable
+}

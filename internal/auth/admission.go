@@ -1,0 +1,172 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Mode is which credentials a route admits (api-iam §4.1).
+type Mode int
+
+const (
+	// ModePublic admits everyone and looks at no credential (health, OpenAPI).
+	ModePublic Mode = iota
+	// ModeAnonymous ignores credentials (password sign-in) but still refuses Authorization.
+	ModeAnonymous
+	// ModeSessionOptional reads the session cookie only; its absence is not an error
+	// (GET /api/auth/session). Service keys never produce a session and are ignored.
+	ModeSessionOptional
+	// ModeSession requires a browser session; a service key is refused (401).
+	ModeSession
+	// ModeAny requires a service key or a browser session; the key is checked first and never
+	// falls back to the cookie.
+	ModeAny
+)
+
+// Kind is the kind of credential a request was admitted with.
+type Kind int
+
+const (
+	KindNone Kind = iota
+	KindServiceKey
+	KindSession
+)
+
+// Credential is an admitted request's credential. Exactly one of Key and Session is meaningful,
+// as Kind says.
+type Credential struct {
+	Kind    Kind
+	Key     store.ServiceKey
+	Session store.Session
+}
+
+// NamespaceScope is the Namespace a credential is confined to (a Namespace-scoped key), or nil.
+func (c Credential) NamespaceScope() *string {
+	if c.Kind == KindServiceKey {
+		return c.Key.NamespaceID
+	}
+	return nil
+}
+
+// IdentityLookup is the IAM identity lookup of the credential (api-iam §3.1): the human
+// Principal by issuer and subject, or the key's ServicePrincipal within the key's scope.
+func (c Credential) IdentityLookup(installationID string) iam.IdentityLookup {
+	switch c.Kind {
+	case KindServiceKey:
+		return iam.IdentityLookup{ServicePrincipalID: c.Key.ServicePrincipalID, NamespaceID: c.Key.NamespaceID}
+	case KindSession:
+		return iam.IdentityLookup{Issuer: Issuer(installationID), Subject: c.Session.Account.ID}
+	}
+	return iam.IdentityLookup{}
+}
+
+// Issuer is the identity issuer of the human Principals of an Installation (api-iam §1.12).
+func Issuer(installationID string) string {
+	return "occ:installation:" + installationID + ":better-auth"
+}
+
+// AdmissionError is a refused credential (401). Message is client-safe.
+type AdmissionError struct {
+	Message string
+}
+
+func (e *AdmissionError) Error() string { return "auth: " + e.Message }
+
+func refuse(message string) error { return &AdmissionError{Message: message} }
+
+// Admission messages.
+const (
+	msgAuthorizationHeader = "The Authorization header is not supported; use x-api-key or a session cookie."
+	msgKeyInvalid          = "The service key is invalid, expired or revoked."
+	msgKeyOnHumanRoute     = "This operation requires a browser session."
+	msgSessionInvalid      = "The session is invalid, expired or ended."
+	msgSessionKeyMismatch  = "The x-occ-session-key header does not match the session."
+	msgRequired            = "Authentication is required."
+)
+
+// Admitter admits requests of one Installation.
+type Admitter struct {
+	InstallationID string
+	Secret         []byte
+	Cookies        Cookies
+}
+
+// Admit applies the credential precedence of api-iam §4.1 for a route admitting mode:
+//  1. an Authorization header is always refused;
+//  2. x-api-key is checked first (blank, duplicated, unknown, expired, revoked or another
+//     Installation's key: refused, never a fallback to the cookie);
+//  3. otherwise the session cookie, looked up in storage every time; a duplicated cookie is
+//     refused, and a present x-occ-session-key must match the session.
+//
+// A refusal is an *AdmissionError; a storage failure is returned as is (the caller answers 503).
+func (a *Admitter) Admit(ctx context.Context, db store.DBTX, r *http.Request, mode Mode) (Credential, error) {
+	if mode == ModePublic {
+		return Credential{}, nil
+	}
+	if _, present := r.Header["Authorization"]; present {
+		return Credential{}, refuse(msgAuthorizationHeader)
+	}
+	if mode == ModeAnonymous {
+		return Credential{}, nil
+	}
+	if keys, present := r.Header[http.CanonicalHeaderKey(APIKeyHeader)]; present && mode != ModeSessionOptional {
+		if mode == ModeSession {
+			return Credential{}, refuse(msgKeyOnHumanRoute)
+		}
+		if len(keys) != 1 || keys[0] == "" || len(keys[0]) > 512 {
+			return Credential{}, refuse(msgKeyInvalid)
+		}
+		key, err := store.GetLiveServiceKey(ctx, db, HashServiceKey(keys[0]))
+		if errors.Is(err, store.ErrNotFound) {
+			return Credential{}, refuse(msgKeyInvalid)
+		} else if err != nil {
+			return Credential{}, err
+		}
+		if key.InstallationID != a.InstallationID {
+			return Credential{}, refuse(msgKeyInvalid)
+		}
+		return Credential{Kind: KindServiceKey, Key: key}, nil
+	}
+
+	var tokens []string
+	for _, c := range r.Cookies() {
+		if c.Name == a.Cookies.Name() {
+			tokens = append(tokens, c.Value)
+		}
+	}
+	optional := mode == ModeSessionOptional
+	switch {
+	case len(tokens) == 0:
+		if optional {
+			return Credential{}, nil
+		}
+		return Credential{}, refuse(msgRequired)
+	case len(tokens) > 1:
+		return Credential{}, refuse(msgSessionInvalid)
+	}
+	if !wellFormedToken(tokens[0]) {
+		if optional {
+			return Credential{}, nil
+		}
+		return Credential{}, refuse(msgSessionInvalid)
+	}
+	session, err := store.GetLiveSession(ctx, db, HashToken(tokens[0]))
+	if errors.Is(err, store.ErrNotFound) {
+		if optional {
+			return Credential{}, nil
+		}
+		return Credential{}, refuse(msgSessionInvalid)
+	} else if err != nil {
+		return Credential{}, err
+	}
+	if presented, present := r.Header[http.CanonicalHeaderKey(SessionKeyHeader)]; present {
+		if len(presented) != 1 || !wellFormedToken(presented[0]) || !sessionKeyMatches(a.Secret, session.ID, presented[0]) {
+			return Credential{}, refuse(msgSessionKeyMismatch)
+		}
+	}
+	return Credential{Kind: KindSession, Session: session}, nil
+}

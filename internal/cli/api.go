@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/openclaw/occ/internal/api"
+	"github.com/openclaw/occ/internal/installcfg"
+	"github.com/openclaw/occ/internal/metrics"
+	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/settings"
+)
+
+const (
+	apiService      = "occ-api"
+	apiStartupError = "startup-error"
+)
+
+// API startup failure codes besides the settings and startup-YAML codes (api-iam §4.10).
+const (
+	codePersistenceUnavailable = "PERSISTENCE_UNAVAILABLE"
+	codeStartupFailed          = "STARTUP_FAILED"
+)
+
+func newAPICommand(env Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "api",
+		Short: "Serve the HTTP API (OCC_HOST, OCC_PORT)",
+		Long: `Serves the OCC HTTP API on OCC_HOST:OCC_PORT for the bootstrapped Installation in
+OCC_DATABASE_URL, with the drivers of the startup YAML (OCC_CONFIG_PATH; development defaults
+without it) and, when OCC_METRICS_ENABLED=true, a private metrics listener. Writes JSON lines to
+stdout; a startup failure is one startup-error line on stderr and exit status 1. SIGTERM or SIGINT
+stops accepting, drains in-flight requests and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAPI(cmd.Context(), env)
+		},
+	}
+}
+
+func runAPI(ctx context.Context, env Env) error {
+	fail := func(code, message string) error {
+		obs.WriteStartupFailure(env.Stderr, apiService, apiStartupError, code, message, nil)
+		return exitError{Code: 1}
+	}
+	cfg, err := settings.LoadAPI(env.Lookup)
+	if err != nil {
+		return reportStartupFailure(env, apiService, apiStartupError, err, codeStartupFailed, "The API settings are invalid.")
+	}
+	// The same loader as the worker, so both processes accept and refuse the same documents. The
+	// API uses the IAM selection, the log level and the Compute implementation's name; the Compute
+	// Driver itself is built (which validates it) and not used.
+	startup, _, err := startupConfig(env.Lookup, cfg.Mode, cfg.ConfigPath, cfg.DevelopmentConfigurationRoot, cfg.DevelopmentSecretRoot)
+	if err != nil {
+		return startupConfigFailure(env, apiService, apiStartupError, err)
+	}
+	log := obs.NewLogger(env.Stdout, apiService, startup.LogLevel)
+
+	poolCfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return fail(settings.CodeDatabaseConfigurationInvalid, settings.DatabaseURLMessage)
+	}
+	poolCfg.MaxConns = int32(min(cfg.DatabasePoolMax, math.MaxInt32))
+	poolCfg.ConnConfig.ConnectTimeout = connectTimeout
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return fail(settings.CodeDatabaseConfigurationInvalid, settings.DatabaseURLMessage)
+	}
+	defer pool.Close()
+	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	err = pool.Ping(pingCtx)
+	cancel()
+	if err != nil {
+		return fail(codePersistenceUnavailable, "PostgreSQL is unavailable at OCC_DATABASE_URL.")
+	}
+
+	apiCfg := api.Config{
+		Pool:                     pool,
+		Mode:                     cfg.Mode,
+		AuthSecret:               cfg.AuthSecret,
+		AuthBaseURL:              cfg.AuthBaseURL,
+		IAMDriverID:              startup.IAM.ID,
+		AdoptsExistingNamespaces: startup.Compute.Implementation == installcfg.ImplementationKubernetes,
+		TrustedBridge:            cfg.DevelopmentTrustedBridgeCIDR,
+		Logger:                   log,
+	}
+	if cfg.Metrics.Enabled {
+		m, err := metrics.StartAPI(ctx, cfg.Metrics.ListenAddress(), log)
+		if err != nil {
+			return fail(codeStartupFailed, "The metrics listener could not be started on OCC_METRICS_HOST:OCC_METRICS_PORT.")
+		}
+		defer m.Close()
+		apiCfg.Metrics = m
+	}
+	server, err := api.New(ctx, apiCfg)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.Is(err, api.ErrNotBootstrapped):
+			return fail(codeStartupFailed, "The Installation is not bootstrapped. Run occ bootstrap first.")
+		case errors.As(err, &pgErr):
+			return fail(codeStartupFailed, "PostgreSQL refused the startup checks. Is the schema migrated?")
+		default:
+			return fail(codePersistenceUnavailable, "PostgreSQL is unavailable at OCC_DATABASE_URL.")
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddress())
+	if err != nil {
+		return fail(codeStartupFailed, "The API listener could not be bound on OCC_HOST:OCC_PORT.")
+	}
+	log.Info("listening", "host", cfg.Host, "port", cfg.Port)
+	if err := server.Serve(ctx, ln); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return exitError{Code: 1}
+	}
+	return nil
+}

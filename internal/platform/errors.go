@@ -1,0 +1,179 @@
+package platform
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// API error codes (api-iam §2.1). The status of each is fixed by StatusOf.
+const (
+	CodeInvalidRequest        = "INVALID_REQUEST"
+	CodeUnauthenticated       = "UNAUTHENTICATED"
+	CodeForbidden             = "FORBIDDEN"
+	CodeNotFound              = "NOT_FOUND"
+	CodeMethodNotAllowed      = "METHOD_NOT_ALLOWED"
+	CodeInstallationExists    = "INSTALLATION_EXISTS"
+	CodeResourceConflict      = "RESOURCE_CONFLICT"
+	CodeAgentDeleting         = "AGENT_DELETING"
+	CodeNamespaceNotReady     = "NAMESPACE_NOT_READY"
+	CodeNamespaceNotEmpty     = "NAMESPACE_NOT_EMPTY"
+	CodePayloadTooLarge       = "PAYLOAD_TOO_LARGE"
+	CodeUnsupportedMediaType  = "UNSUPPORTED_MEDIA_TYPE"
+	CodeRateLimited           = "RATE_LIMITED"
+	CodeInternalError         = "INTERNAL_ERROR"
+	CodeNotImplemented        = "NOT_IMPLEMENTED"
+	CodeDependencyUnavailable = "DEPENDENCY_UNAVAILABLE"
+	CodeUnknownOutcome        = "UNKNOWN_OUTCOME"
+)
+
+// Detail codes of an error's details (api-iam §1.1).
+const (
+	DetailRequired      = "REQUIRED"
+	DetailUnknownField  = "UNKNOWN_FIELD"
+	DetailInvalidType   = "INVALID_TYPE"
+	DetailInvalidFormat = "INVALID_FORMAT"
+	DetailInvalidValue  = "INVALID_VALUE"
+	DetailTooLong       = "TOO_LONG"
+	DetailTooDeep       = "TOO_DEEP"
+)
+
+// MaxDetails bounds an error's details.
+const MaxDetails = 32
+
+// Fixed messages for errors whose cause must never reach the client.
+const (
+	MessageDependencyUnavailable = "A required platform dependency is unavailable."
+	MessageUnknownOutcome        = "The outcome of the request is unknown. Read the resource before retrying."
+	MessageInternalError         = "An internal error occurred."
+	MessageForbidden             = "The caller is not allowed to perform this operation."
+	MessageUnauthenticated       = "Authentication is required."
+)
+
+var statusByCode = map[string]int{
+	CodeInvalidRequest:        http.StatusBadRequest,
+	CodeUnauthenticated:       http.StatusUnauthorized,
+	CodeForbidden:             http.StatusForbidden,
+	CodeNotFound:              http.StatusNotFound,
+	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
+	CodeInstallationExists:    http.StatusConflict,
+	CodeResourceConflict:      http.StatusConflict,
+	CodeAgentDeleting:         http.StatusConflict,
+	CodeNamespaceNotReady:     http.StatusConflict,
+	CodeNamespaceNotEmpty:     http.StatusConflict,
+	CodePayloadTooLarge:       http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
+	CodeRateLimited:           http.StatusTooManyRequests,
+	CodeInternalError:         http.StatusInternalServerError,
+	CodeNotImplemented:        http.StatusNotImplemented,
+	CodeDependencyUnavailable: http.StatusServiceUnavailable,
+	CodeUnknownOutcome:        http.StatusServiceUnavailable,
+}
+
+// Codes returns every error code the API answers with, in a stable order.
+func Codes() []string {
+	return []string{
+		CodeInvalidRequest, CodeUnauthenticated, CodeForbidden, CodeNotFound, CodeMethodNotAllowed,
+		CodeInstallationExists, CodeResourceConflict, CodeAgentDeleting, CodeNamespaceNotReady,
+		CodeNamespaceNotEmpty, CodePayloadTooLarge, CodeUnsupportedMediaType, CodeRateLimited,
+		CodeInternalError, CodeNotImplemented, CodeDependencyUnavailable, CodeUnknownOutcome,
+	}
+}
+
+// StatusOf returns the HTTP status of an error code; an unknown code is an internal error.
+func StatusOf(code string) int {
+	if s, ok := statusByCode[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Detail locates one problem of a request: a JSON Pointer into the request and a detail code.
+// Submitted values are never part of it.
+type Detail struct {
+	Path string `json:"path"`
+	Code string `json:"code"`
+}
+
+// Error is an API error with a stable code. Message is a fixed, client-safe sentence (1..256
+// characters); Cause, when set, is for the server's own classification and never leaves it.
+type Error struct {
+	Code       string
+	Message    string
+	Details    []Detail
+	RetryAfter time.Duration // 429 only
+	Cause      error
+}
+
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return e.Code + ": " + e.Message + ": " + e.Cause.Error()
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Status is the HTTP status of the error's code.
+func (e *Error) Status() int { return StatusOf(e.Code) }
+
+// NewError returns an error with code, message and details (at most MaxDetails are kept).
+func NewError(code, message string, details ...Detail) *Error {
+	if len(details) > MaxDetails {
+		details = details[:MaxDetails]
+	}
+	return &Error{Code: code, Message: clampMessage(message), Details: details}
+}
+
+// Invalid is a 400 INVALID_REQUEST naming one field.
+func Invalid(message, path, detailCode string) *Error {
+	return NewError(CodeInvalidRequest, message, Detail{Path: path, Code: detailCode})
+}
+
+// Conflict is a 409 RESOURCE_CONFLICT.
+func Conflict(message string) *Error { return NewError(CodeResourceConflict, message) }
+
+// NotFound is a 404 NOT_FOUND.
+func NotFound(message string) *Error { return NewError(CodeNotFound, message) }
+
+// Unavailable is a 503 DEPENDENCY_UNAVAILABLE with the fixed message; cause stays on the server.
+func Unavailable(cause error) *Error {
+	return &Error{Code: CodeDependencyUnavailable, Message: MessageDependencyUnavailable, Cause: cause}
+}
+
+// clampMessage keeps a message within 1..256 characters.
+func clampMessage(m string) string {
+	m = strings.TrimSpace(m)
+	if m == "" {
+		return "The request failed."
+	}
+	return TruncateRunes(m, 256)
+}
+
+// TruncateRunes cuts s to at most n code points, ending with "…" when it was cut.
+func TruncateRunes(s string, n int) string {
+	count := 0
+	for i := range s {
+		if count == n-1 {
+			rest := s[i:]
+			if len([]rune(rest)) <= 1 {
+				return s
+			}
+			return s[:i] + "…"
+		}
+		count++
+	}
+	return s
+}
+
+// JSONPointer escapes tokens into an RFC 6901 JSON Pointer ("" for no tokens).
+func JSONPointer(tokens ...string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(pointerEscaper.Replace(t))
+	}
+	return b.String()
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
