@@ -19,12 +19,16 @@ import (
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
 )
 
 // Recorder receives per-pass measurements (internal/metrics implements it).
 type Recorder interface {
 	ObserveAttempt(workKind, outcome string, d time.Duration)
+	// ObserveAgentOperation records occ_agent_operation_duration_seconds{operation} (deploy, stop,
+	// delete) from the work's admission to its successful finalization.
+	ObserveAgentOperation(op string, d time.Duration)
 }
 
 // Config is what a Worker needs; the cli builds it from settings and the startup YAML.
@@ -248,8 +252,11 @@ func (w *Worker) runPass(a *activeClaim) {
 	}()
 	started := time.Now()
 	work := a.claim.Work
-	r, err := w.dispatch(a)
+	r, rep, err := w.dispatch(a)
 	outcome := r.outcome
+	if rep.outcome != "" {
+		outcome = rep.outcome // an exhausted retry of Agent work is permanent; result stays retry
+	}
 	lost, cause := a.state()
 	switch {
 	case cause == CauseWorkerStopping:
@@ -269,7 +276,7 @@ func (w *Worker) runPass(a *activeClaim) {
 			"operation", queue.Operation(work), "errorClass", driver.ErrorClass(err))
 	default:
 		attrs := []any{"namespaceId", work.NamespaceID, "workId", work.Key, "attempt", a.claim.Attempt(),
-			"operation", queue.Operation(work), "outcome", r.outcome, "result", r.outcome, "code", r.code,
+			"operation", queue.Operation(work), "outcome", outcome, "result", r.outcome, "code", r.code,
 			"durationMs", ms(time.Since(started))}
 		if work.AgentID != nil {
 			attrs = append(attrs, "agentId", *work.AgentID)
@@ -282,6 +289,7 @@ func (w *Worker) runPass(a *activeClaim) {
 				attrs = append(attrs, k, v)
 			}
 		}
+		attrs = append(attrs, rep.attrs...)
 		w.log.Info("worker.completed", attrs...)
 	}
 	if w.cfg.Metrics != nil {
@@ -290,19 +298,27 @@ func (w *Worker) runPass(a *activeClaim) {
 }
 
 // dispatch picks the pass for a claimed row (worker-lifecycle §2.2 dispatch order).
-func (w *Worker) dispatch(a *activeClaim) (result, error) {
+func (w *Worker) dispatch(a *activeClaim) (result, passReport, error) {
 	work := a.claim.Work
-	switch queue.Operation(work) {
-	case "namespace.ensure":
-		return w.namespacePass(a, ensurePass)
-	case "namespace.delete":
-		return w.namespacePass(a, deletePass)
+	switch op := queue.Operation(work); {
+	case op == "namespace.ensure":
+		r, err := w.namespacePass(a, ensurePass)
+		return r, passReport{}, err
+	case op == "namespace.delete":
+		r, err := w.namespacePass(a, deletePass)
+		return r, passReport{}, err
+	case op == "agent.stop":
+		return w.agentStopPass(a)
+	case op == "agent.delete":
+		return w.agentDeletePass(a)
+	case op == "agent_revision.reconcile" && work.RevisionID != nil && work.Key == platform.RevisionWorkKey(*work.RevisionID):
+		return w.revisionPass(a)
 	default:
-		// Agent and revision passes arrive with the Agent issue. Until then a newer worker must be
-		// able to take this work over, so it waits without spending attempts.
+		// Credential withdrawal and maintenance keys arrive with later issues. Until then a newer
+		// worker must be able to take this work over, so it waits without spending attempts.
 		r := result{outcome: outcomePending, code: "WORK_KIND_UNSUPPORTED"}
 		delay := 5 * time.Minute
-		return r, w.finalize(a, func(ctx context.Context, tx txDB) error {
+		return r, passReport{}, w.finalize(a, func(ctx context.Context, tx txDB) error {
 			_, err := w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{Delay: &delay})
 			return err
 		})

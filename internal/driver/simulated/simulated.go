@@ -84,7 +84,9 @@ type Driver struct {
 	routed     map[string]string // agent id → revision id
 	faults     map[faultKey][]*faultEntry
 	calls      map[callKey]int
-	changed    chan struct{} // closed and replaced whenever a call enters
+	history    []Call         // the latest calls that entered (at most maxHistory), in order
+	readyAfter map[string]int // revision id → not-ready observations before it may be ready
+	changed    chan struct{}  // closed and replaced whenever a call enters
 }
 
 var (
@@ -121,6 +123,7 @@ func New(id string, cfg Config, opts Options) *Driver {
 		routed:     make(map[string]string),
 		faults:     make(map[faultKey][]*faultEntry),
 		calls:      make(map[callKey]int),
+		readyAfter: make(map[string]int),
 		changed:    make(chan struct{}),
 	}
 }
@@ -165,6 +168,26 @@ func (d *Driver) Calls(op Op, target string) int {
 	return d.calls[callKey{op, target}]
 }
 
+// maxHistory bounds History, so a long-running demo does not grow without limit.
+const maxHistory = 10_000
+
+// History returns the calls that entered the driver (at most the latest 10 000), in the order
+// they entered (Preflight included): the order of the simulated world's effects.
+func (d *Driver) History() []Call {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]Call(nil), d.history...)
+}
+
+// ReadyAfterObservations makes revision id report not ready for its next n PrepareRevision
+// observations (counted from now); after them the revision is ready as usual (RevisionReadyAfter
+// still applies). It replaces an earlier setting for the same revision.
+func (d *Driver) ReadyAfterObservations(id string, n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.readyAfter[id] = n
+}
+
 // WaitCalls blocks until at least n op calls entered for target ("" = any target) or ctx ends.
 func (d *Driver) WaitCalls(ctx context.Context, op Op, target string, n int) error {
 	for {
@@ -187,6 +210,10 @@ func (d *Driver) WaitCalls(ctx context.Context, op Op, target string, n int) err
 func (d *Driver) enter(ctx context.Context, op Op, k faultKey) (Fault, error) {
 	d.mu.Lock()
 	d.calls[callKey{op, k.id}]++
+	if len(d.history) == maxHistory {
+		d.history = append(d.history[:0:0], d.history[maxHistory/2:]...)
+	}
+	d.history = append(d.history, Call{Op: op, Target: k.id})
 	if k.id != "" {
 		d.calls[callKey{op, ""}]++
 	}
@@ -417,6 +444,16 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev driver.Revision, _ dri
 	}
 	if f.NotReady {
 		out.Ready = false
+	}
+	if n, ok := d.readyAfter[rev.ID]; ok {
+		if n <= 1 {
+			delete(d.readyAfter, rev.ID)
+		} else {
+			d.readyAfter[rev.ID] = n - 1
+		}
+		if n > 0 {
+			out.Ready = false
+		}
 	}
 	if !out.Ready {
 		out.PendingReason = f.PendingReason

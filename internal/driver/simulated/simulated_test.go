@@ -524,3 +524,32 @@ func TestOnCallHookAndWaitCalls(t *testing.T) {
 		t.Fatalf("DeleteAgentRuntimeCredentials: %v", err)
 	}
 }
+
+func TestHistoryRecordsEffectsInOrderAndReadinessAfterObservations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
+	rev := driver.Revision{ID: "rev_1", NamespaceID: "ns_1", AgentID: "agt_1", Number: 1,
+		Compute: driver.ComputeRef{ID: "compute-simulated", Implementation: simulated.Name}}
+	d.ReadyAfterObservations(rev.ID, 2)
+	for i, want := range []bool{false, false, true} {
+		r, err := d.PrepareRevision(ctx, rev, driver.RevisionContext{})
+		if err != nil || r.Ready != want {
+			t.Fatalf("observation %d: ready %v err %v, want %v", i+1, r.Ready, err, want)
+		}
+	}
+	if err := d.StopRevision(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RetireRevision(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	want := []simulated.Call{
+		{Op: simulated.OpPrepareRevision, Target: "rev_1"}, {Op: simulated.OpPrepareRevision, Target: "rev_1"},
+		{Op: simulated.OpPrepareRevision, Target: "rev_1"}, {Op: simulated.OpStopRevision, Target: "rev_1"},
+		{Op: simulated.OpRetireRevision, Target: "rev_1"},
+	}
+	if got := d.History(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("history %v", got)
+	}
+}

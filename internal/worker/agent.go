@@ -1,0 +1,488 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/openclaw/occ/internal/audit"
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Agent stop and delete result codes (worker-lifecycle §4.3).
+const (
+	codeInvalidTarget            = "INVALID_TARGET"
+	codeInvalidAgentOwner        = "INVALID_AGENT_OWNER"
+	codeInvalidAgentState        = "INVALID_AGENT_STATE"
+	codeInvalidActiveRevision    = "INVALID_ACTIVE_REVISION"
+	codeInvalidRevisionOwner     = "INVALID_REVISION_OWNER"
+	codeComputeDriverMismatch    = driver.CodeComputeDriverMismatch
+	codeAgentStopped             = "AGENT_STOPPED"
+	codeAgentAlreadyStopped      = "AGENT_ALREADY_STOPPED"
+	codeStopSuperseded           = "STOP_SUPERSEDED"
+	codeAgentDeleted             = "AGENT_DELETED"
+	codeRepositoryCleanupPending = "REPOSITORY_CLEANUP_PENDING"
+)
+
+// Agent operations of occ_agent_operation_duration_seconds.
+const (
+	operationDeploy = "deploy"
+	operationStop   = "stop"
+	operationDelete = "delete"
+)
+
+// agentRevision is one revision row with its admitted snapshot. Stop and delete decode the snapshot
+// leniently (they must be able to clean up whatever was admitted); deploy decodes it strictly.
+type agentRevision struct {
+	row  store.WorkerRevision
+	spec platform.RevisionSpec
+}
+
+func lenientRevisions(rows []store.WorkerRevision) []agentRevision {
+	out := make([]agentRevision, len(rows))
+	for i, r := range rows {
+		out[i].row = r
+		_ = json.Unmarshal(r.AdmittedSpec, &out[i].spec) // an unreadable snapshot owns nothing
+	}
+	return out
+}
+
+// driverRevision is the snapshot a Compute Driver realizes.
+func (r agentRevision) driverRevision() driver.Revision {
+	return driver.Revision{
+		ID: r.row.ID, NamespaceID: r.row.NamespaceID, AgentID: r.row.AgentID, Number: r.row.Number,
+		ExecutionMode:      r.spec.Harness.Mode,
+		Harness:            driver.Harness{ID: r.spec.Harness.ID, Version: r.spec.Harness.Version, Mode: r.spec.Harness.Mode},
+		Compute:            driver.ComputeRef{ID: r.spec.Compute.ID, Implementation: r.spec.Compute.Implementation},
+		ServicePrincipalID: r.spec.ServicePrincipalID, HarnessAuthMethod: r.spec.HarnessAuth.Method,
+		Spec: r.spec.Configuration, CreatedAt: r.row.AdmittedAt,
+	}
+}
+
+// ownedBy reports whether the revision belongs to the Agent: same Namespace, Agent and service
+// principal.
+func (r agentRevision) ownedBy(a store.WorkerAgent) bool {
+	return r.row.NamespaceID == a.NamespaceID && r.row.AgentID == a.ID && r.spec.ServicePrincipalID == a.ServicePrincipalID
+}
+
+// ownsCompute reports whether a revision pinned to c is this worker's to act on.
+func (w *Worker) ownsCompute(c platform.ComputeSelection) bool {
+	return c.ID == w.cfg.Compute.ID() && c.Implementation == w.cfg.Compute.Implementation()
+}
+
+func agentRef(a store.WorkerAgent) driver.AgentRef {
+	return driver.AgentRef{NamespaceID: a.NamespaceID, AgentID: a.ID, ServicePrincipalID: a.ServicePrincipalID}
+}
+
+func namespaceRef(ns store.NamespaceRow) driver.Namespace {
+	return driver.Namespace{ID: ns.ID, Name: ns.Name, ExistingNamespace: ns.ExistingNamespace}
+}
+
+// effect renews the claim and runs fn under the claim's context (worker-lifecycle §3.1). A claim
+// lost before, during or after fn is errClaimLost, whatever fn returned: the pass must publish
+// nothing.
+func (w *Worker) effect(a *activeClaim, fn func(ctx context.Context) error) error {
+	if err := a.renew(a.ctx); err != nil {
+		return errClaimLost
+	}
+	err := fn(a.ctx)
+	if lost, _ := a.state(); lost {
+		return errClaimLost
+	}
+	return err
+}
+
+// bindAgent hands the approved Agent to a Compute Driver that wants it before revision work.
+func (w *Worker) bindAgent(a *activeClaim, ns store.NamespaceRow, agent store.WorkerAgent) error {
+	binder, ok := w.cfg.Compute.(driver.AgentBinder)
+	if !ok {
+		return nil
+	}
+	return w.effect(a, func(ctx context.Context) error { return binder.BindAgent(ctx, namespaceRef(ns), agentRef(agent)) })
+}
+
+func permanent(code string) result { return result{outcome: outcomePermanent, code: code} }
+
+// agentResource is the audit and IAM reference of an Agent.
+func agentResource(nsID, agentID string) iam.Resource {
+	return iam.Resource{Kind: iam.KindAgent, ID: agentID, NamespaceID: &nsID}
+}
+
+// appendDenial writes the authorization_denial audit of a refused reauthorization.
+func (w *Worker) appendDenial(ctx context.Context, tx txDB, a *activeClaim, action string, resource iam.Resource, d *denial) error {
+	work := a.claim.Work
+	nsID := work.NamespaceID
+	_, err := w.audit.Append(ctx, tx, audit.Event{
+		Kind: audit.KindAuthorizationDenial, ActorID: work.ActorID, NamespaceID: &nsID, Action: action,
+		Resource:    audit.Resource{Kind: resource.Kind, ID: resource.ID, NamespaceID: &nsID},
+		Outcome:     audit.OutcomeDenied,
+		IAMDriverID: w.cfg.IAMDriverID,
+		Authorization: &audit.Authorization{PrincipalID: d.request.PrincipalID, Action: d.request.Action,
+			Resource: audit.Resource{Kind: d.request.Resource.Kind, ID: d.request.Resource.ID, NamespaceID: d.request.Resource.NamespaceID}},
+		DecisionReason: d.decision.Reason,
+		ReasonCode:     d.code,
+		Details:        map[string]any{"workId": work.Key, "attemptCount": a.claim.Attempt(), "reasonCode": d.code},
+	})
+	return err
+}
+
+// appendAgentLifecycle writes a lifecycle audit of an Agent (stop or a failed deletion).
+func (w *Worker) appendAgentLifecycle(ctx context.Context, tx txDB, a *activeClaim, action string, r result, details map[string]any) error {
+	work := a.claim.Work
+	nsID := work.NamespaceID
+	if details == nil {
+		details = map[string]any{}
+	}
+	details["computeDriverId"] = w.cfg.Compute.ID()
+	details["reasonCode"] = r.code
+	details["workId"] = work.Key
+	details["attemptCount"] = a.claim.Attempt()
+	outcome := audit.OutcomeSuccess
+	if r.outcome != outcomeSuccess {
+		outcome = audit.OutcomeFailure
+	}
+	_, err := w.audit.Append(ctx, tx, audit.Event{
+		Kind: audit.KindMutation, ActorID: work.ActorID, NamespaceID: &nsID, Action: action,
+		Resource: audit.Resource{Kind: iam.KindAgent, ID: *work.AgentID, NamespaceID: &nsID},
+		Outcome:  outcome, ReasonCode: r.code, Details: details,
+	})
+	return err
+}
+
+// observeOperation records occ_agent_operation_duration_seconds from the work's admission.
+func (w *Worker) observeOperation(op string, work queue.Work) {
+	if w.cfg.Metrics != nil {
+		w.cfg.Metrics.ObserveAgentOperation(op, time.Since(work.CreatedAt))
+	}
+}
+
+// ---- Agent stop (worker-lifecycle §3.5) ----
+
+// stopDecision is what the stop pass decided before its finalization.
+type stopDecision struct {
+	result
+	principal string // the Agent's service principal as read
+	stopped   string // the active revision the pass stopped: the compare-and-clear target
+}
+
+// agentStopPass stops every runtime of the Agent admitted before the stop, then clears the active
+// pointer if it still names the stopped active revision.
+func (w *Worker) agentStopPass(a *activeClaim) (result, passReport, error) {
+	d, err := w.decideStop(a)
+	if err != nil {
+		return d.result, passReport{}, err
+	}
+	err = w.finalize(a, func(ctx context.Context, tx txDB) error { return w.finalizeStop(ctx, tx, a, &d) })
+	if err == nil && d.outcome == outcomeSuccess && d.code != codeStopSuperseded {
+		w.observeOperation(operationStop, a.claim.Work)
+	}
+	return d.result, w.exhaustedReport(a, d.result), err
+}
+
+// exhaustedReport logs an exhausted retry of Agent work as outcome permanent, while its result
+// stays the classification (retry).
+func (w *Worker) exhaustedReport(a *activeClaim, r result) passReport {
+	if r.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts() {
+		return passReport{outcome: outcomePermanent}
+	}
+	return passReport{}
+}
+
+func (w *Worker) decideStop(a *activeClaim) (stopDecision, error) {
+	ctx := a.ctx
+	work := a.claim.Work
+	if work.AgentID == nil || work.RevisionID != nil || work.AgentTarget == nil || *work.AgentTarget != queue.AgentStopped {
+		return stopDecision{result: permanent(codeInvalidTarget)}, nil
+	}
+	agent, err := store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, *work.AgentID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return stopDecision{result: permanent(codeInvalidAgentOwner)}, nil
+	case err != nil:
+		return stopDecision{result: dependencyFailure(err)}, nil
+	}
+	// IAM first, so that a driver failure later is a retry and not a denial.
+	den, err := w.reauthorize(ctx, iam.Request{PrincipalID: work.ActorID, Action: iam.ActionOperate,
+		Resource: agentResource(work.NamespaceID, agent.ID)})
+	if err != nil {
+		return stopDecision{result: dependencyFailure(err)}, nil
+	}
+	if den != nil {
+		return stopDecision{result: result{outcome: outcomePermanent, code: den.code, denial: den}}, nil
+	}
+
+	principal := agent.ServicePrincipalID
+	ns, err := store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
+	if err == nil {
+		agent, err = store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, agent.ID)
+	}
+	var rows []store.WorkerRevision
+	if err == nil {
+		rows, err = store.ListWorkerRevisions(ctx, w.pool, work.NamespaceID, agent.ID)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound) || (err == nil && (ns.DeletedAt != nil || agent.ServicePrincipalID != principal)):
+		return stopDecision{result: permanent(codeInvalidAgentOwner)}, nil
+	case err != nil:
+		return stopDecision{result: dependencyFailure(err)}, nil
+	}
+	d := stopDecision{principal: principal}
+	if agent.DesiredRuntimeState != "stopped" {
+		d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded} // a later deploy won
+		return d, nil
+	}
+	revisions := lenientRevisions(rows)
+	var active *agentRevision
+	if agent.ActiveRevisionID != nil {
+		for i := range revisions {
+			if revisions[i].row.ID == *agent.ActiveRevisionID {
+				active = &revisions[i]
+			}
+		}
+		switch {
+		case active == nil:
+			d.result = permanent(codeInvalidActiveRevision)
+			return d, nil
+		case active.row.AdmittedAt.After(work.CreatedAt):
+			d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded}
+			return d, nil
+		case !w.ownsCompute(active.spec.Compute):
+			d.result = permanent(codeComputeDriverMismatch)
+			return d, nil
+		}
+	}
+
+	// The cleanup set: the active revision first, then every other revision of this Compute admitted
+	// before the stop (failed candidates, predecessors whose retirement failed), newest first.
+	var set []agentRevision
+	if active != nil {
+		set = append(set, *active)
+	}
+	for i := len(revisions) - 1; i >= 0; i-- {
+		r := revisions[i]
+		if (active != nil && r.row.ID == active.row.ID) || !w.ownsCompute(r.spec.Compute) || r.row.AdmittedAt.After(work.CreatedAt) {
+			continue
+		}
+		set = append(set, r)
+	}
+	for _, r := range set {
+		if !r.ownedBy(agent) {
+			d.result = permanent(codeInvalidRevisionOwner)
+			return d, nil
+		}
+	}
+	if len(set) > 0 {
+		if err := w.bindAgent(a, ns, agent); err != nil {
+			return d, claimLostOr(err, &d.result)
+		}
+	}
+	for _, r := range set {
+		// Desired state is re-read before every stop: a deploy admitted meanwhile wins.
+		current, err := store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, agent.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound) || (err == nil && current.ServicePrincipalID != principal):
+			d.result = permanent(codeInvalidAgentOwner)
+			return d, nil
+		case err != nil:
+			return d, claimLostOr(err, &d.result)
+		case current.DesiredRuntimeState != "stopped":
+			d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded}
+			return d, nil
+		}
+		rev := r.driverRevision()
+		if err := w.effect(a, func(ctx context.Context) error { return w.cfg.Compute.StopRevision(ctx, rev) }); err != nil {
+			return d, claimLostOr(err, &d.result)
+		}
+	}
+	d.result = result{outcome: outcomeSuccess, code: codeAgentAlreadyStopped}
+	if active != nil {
+		d.code, d.stopped = codeAgentStopped, active.row.ID
+	}
+	return d, nil
+}
+
+// claimLostOr returns errClaimLost for a lost claim; any other error becomes the retry
+// DEPENDENCY_UNAVAILABLE in *r and nil.
+func claimLostOr(err error, r *result) error {
+	if errors.Is(err, errClaimLost) {
+		return errClaimLost
+	}
+	*r = dependencyFailure(err)
+	return nil
+}
+
+func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *stopDecision) error {
+	work := a.claim.Work
+	if d.outcome == outcomeSuccess {
+		ns, err := store.LockNamespace(ctx, tx, work.NamespaceID)
+		var agent store.WorkerAgent
+		if err == nil {
+			agent, err = store.LockWorkerAgent(ctx, tx, work.NamespaceID, *work.AgentID)
+		}
+		switch {
+		case errors.Is(err, store.ErrNotFound) || (err == nil && (ns.DeletedAt != nil || agent.ServicePrincipalID != d.principal)):
+			d.result, d.stopped = permanent(codeInvalidAgentOwner), ""
+		case err != nil:
+			return err
+		case agent.DesiredRuntimeState != "stopped":
+			d.code, d.stopped = codeStopSuperseded, "" // a deploy admitted meanwhile: keep the pointer
+		case d.stopped != "":
+			if _, err := store.ClearActiveRevisionIfUnchanged(ctx, tx, work.NamespaceID, agent.ID, d.stopped); err != nil {
+				return err
+			}
+		}
+	}
+	exhausted := d.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts()
+	switch {
+	case d.denial != nil:
+		if err := w.appendDenial(ctx, tx, a, "openclaw.agents.stop", agentResource(work.NamespaceID, *work.AgentID), d.denial); err != nil {
+			return err
+		}
+	case d.outcome == outcomeSuccess || d.outcome == outcomePermanent || exhausted:
+		details := map[string]any{}
+		if d.stopped != "" {
+			details["revisionId"] = d.stopped
+		}
+		if err := w.appendAgentLifecycle(ctx, tx, a, "openclaw.agents.lifecycle.stop", d.result, details); err != nil {
+			return err
+		}
+	}
+	var err error
+	switch {
+	case d.outcome == outcomeSuccess:
+		_, err = w.q.Complete(ctx, tx, a.claim, d.code, nil)
+	case d.outcome == outcomePermanent:
+		_, err = w.q.Fail(ctx, tx, a.claim, d.code, nil)
+	default:
+		_, err = w.q.Retry(ctx, tx, a.claim, d.code)
+	}
+	return err
+}
+
+// ---- Agent delete (worker-lifecycle §3.6) ----
+
+// agentDeletePass retires every revision of a deleting Agent, deletes its runtime credentials,
+// then removes the Agent with everything it owns in one SQL finalizer.
+func (w *Worker) agentDeletePass(a *activeClaim) (result, passReport, error) {
+	r, err := w.decideDelete(a)
+	if err != nil {
+		return r, passReport{}, err
+	}
+	err = w.finalize(a, func(ctx context.Context, tx txDB) error { return w.finalizeDelete(ctx, tx, a, &r) })
+	if err == nil && r.outcome == outcomeSuccess {
+		w.observeOperation(operationDelete, a.claim.Work)
+	}
+	return r, w.exhaustedReport(a, r), err
+}
+
+func (w *Worker) decideDelete(a *activeClaim) (result, error) {
+	ctx := a.ctx
+	work := a.claim.Work
+	if work.AgentID == nil || work.RevisionID != nil || work.AgentTarget == nil || *work.AgentTarget != queue.AgentDeleted {
+		return permanent(codeInvalidTarget), nil
+	}
+	ns, err := store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
+	var agent store.WorkerAgent
+	if err == nil {
+		agent, err = store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, *work.AgentID)
+	}
+	var rows []store.WorkerRevision
+	if err == nil {
+		rows, err = store.ListWorkerRevisions(ctx, w.pool, work.NamespaceID, agent.ID)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return permanent(codeInvalidAgentOwner), nil
+	case err != nil:
+		return dependencyFailure(err), nil
+	case agent.Status != "deleting" || agent.DesiredRuntimeState != "stopped":
+		return permanent(codeInvalidAgentState), nil
+	}
+	den, err := w.reauthorize(ctx, iam.Request{PrincipalID: work.ActorID, Action: iam.ActionDelete,
+		Resource: agentResource(work.NamespaceID, agent.ID)})
+	if err != nil {
+		return dependencyFailure(err), nil
+	}
+	if den != nil {
+		return result{outcome: outcomePermanent, code: den.code, denial: den}, nil
+	}
+	revisions := lenientRevisions(rows)
+	for _, r := range revisions {
+		if !r.ownedBy(agent) {
+			return permanent(codeInvalidRevisionOwner), nil
+		}
+	}
+	for _, r := range revisions {
+		if !w.ownsCompute(r.spec.Compute) {
+			return permanent(codeComputeDriverMismatch), nil
+		}
+	}
+	var r result
+	if len(revisions) > 0 {
+		if err := w.bindAgent(a, ns, agent); err != nil {
+			return r, claimLostOr(err, &r)
+		}
+	}
+	// Newest first, so that the serving revision stops before its predecessors.
+	sort.SliceStable(revisions, func(i, j int) bool { return revisions[i].row.Number > revisions[j].row.Number })
+	for _, rev := range revisions {
+		dr := rev.driverRevision()
+		if err := w.effect(a, func(ctx context.Context) error { return w.cfg.Compute.RetireRevision(ctx, dr) }); err != nil {
+			return r, claimLostOr(err, &r)
+		}
+	}
+	if deleter, ok := w.cfg.Compute.(driver.RuntimeCredentialDeleter); ok {
+		if err := w.effect(a, func(ctx context.Context) error { return deleter.DeleteAgentRuntimeCredentials(ctx, agentRef(agent)) }); err != nil {
+			return r, claimLostOr(err, &r)
+		}
+	}
+	return result{outcome: outcomeSuccess, code: codeAgentDeleted}, nil
+}
+
+func (w *Worker) finalizeDelete(ctx context.Context, tx txDB, a *activeClaim, r *result) error {
+	work := a.claim.Work
+	if r.outcome == outcomeSuccess {
+		// The SQL finalizer checks the claim again, removes the Agent, its revisions, principal,
+		// bindings, restrictions, keys and every work row, and writes the success audit.
+		st, err := store.FinalizeAgentDeletion(ctx, tx, work.NamespaceID, *work.AgentID, work.Key, a.claim.Token)
+		switch {
+		case err != nil:
+			return err
+		case st == store.AgentDeletionClaimLost:
+			return queue.ErrClaimLost
+		case st == store.AgentDeletionDone:
+			return nil
+		}
+		*r = result{outcome: outcomePending, code: codeRepositoryCleanupPending}
+		_, err = w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{})
+		return err
+	}
+	exhausted := r.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts()
+	switch {
+	case r.denial != nil:
+		if err := w.appendDenial(ctx, tx, a, "openclaw.agents.delete", agentResource(work.NamespaceID, *work.AgentID), r.denial); err != nil {
+			return err
+		}
+	case r.outcome == outcomePermanent || exhausted:
+		// A failed teardown never changes the Agent: it stays deleting until someone retries.
+		if err := w.appendAgentLifecycle(ctx, tx, a, "openclaw.agents.lifecycle.delete", result{outcome: outcomePermanent, code: r.code}, nil); err != nil {
+			return err
+		}
+	}
+	var err error
+	switch {
+	case r.outcome == outcomePending:
+		_, err = w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{})
+	case r.outcome == outcomePermanent:
+		_, err = w.q.Fail(ctx, tx, a.claim, r.code, nil)
+	default:
+		_, err = w.q.Retry(ctx, tx, a.claim, r.code)
+	}
+	return err
+}

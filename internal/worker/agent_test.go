@@ -1,0 +1,564 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openclaw/occ/internal/bootstrap"
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/driver/simulated"
+	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/testkit/pgtest"
+	"github.com/openclaw/occ/internal/worker"
+)
+
+// ---- fixtures: what the Agents API would write, through the application role ----
+
+// recorder is a worker.Recorder that keeps what it was told.
+type recorder struct {
+	mu         sync.Mutex
+	operations []string
+}
+
+func (r *recorder) ObserveAttempt(string, string, time.Duration) {}
+
+func (r *recorder) ObserveAgentOperation(op string, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.operations = append(r.operations, op)
+}
+
+func (r *recorder) ops() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.operations...)
+}
+
+// startAgentWorker starts a worker like harness.start, with a metrics recorder and a Compute that
+// may wrap the simulated driver.
+func (h *harness) startAgentWorker(o workerOptions, compute driver.Compute, rec worker.Recorder) *runningWorker {
+	h.t.Helper()
+	if o.lease == 0 {
+		o.lease = 3 * time.Second
+	}
+	if o.maxAttempts == 0 {
+		o.maxAttempts = 5
+	}
+	if o.convergence == 0 {
+		o.convergence = 15 * time.Minute
+	}
+	if o.sim == nil {
+		o.sim = simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
+	}
+	if compute == nil {
+		compute = o.sim
+	}
+	pool := pgtest.Pool(h.t, h.db.AppURL)
+	logs := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := worker.New(worker.Config{
+		Pool: pool, Queue: queue.New(pool, queue.Options{MaxAttempts: o.maxAttempts, LeaseDuration: o.lease, Jitter: func() float64 { return 0 }}),
+		Compute: compute, IAMDriverID: bootstrap.IAMDriverID, InstallationID: h.installation,
+		Concurrency: 4, PollInterval: 20 * time.Millisecond, ConvergenceTimeout: o.convergence,
+		DatabaseTimeout: 5 * time.Second, Logger: obs.NewLogger(logs, "occ-worker", slog.LevelDebug), Metrics: rec,
+		Notifications: worker.Listen(ctx, pool, obs.NewLogger(logs, "occ-worker", slog.LevelDebug)),
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				h.t.Error("worker did not stop")
+			}
+		})
+	}
+	h.t.Cleanup(stop)
+	return &runningWorker{sim: o.sim, logs: logs, stop: stop}
+}
+
+func (h *harness) exec(sql string, args ...any) {
+	h.t.Helper()
+	if _, err := h.app.Exec(context.Background(), sql, args...); err != nil {
+		h.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// readyNamespace creates a Namespace that is already ready (its provisioning is not under test).
+func (h *harness) readyNamespace() string {
+	h.t.Helper()
+	ns := "ns_" + uuid.NewString()
+	h.exec(`INSERT INTO occ.namespaces (id, name) VALUES ($1, $2)`, ns, "team-"+ns[3:11])
+	h.exec(`UPDATE occ.namespaces SET status = 'ready' WHERE id = $1`, ns)
+	return ns
+}
+
+type agentFixture struct {
+	h                *harness
+	ns, id, spn, cfg string
+	revisions        []string
+}
+
+// newAgent creates an Agent with its service principal and Configuration, as the API does.
+func (h *harness) newAgent(ns string) *agentFixture {
+	h.t.Helper()
+	f := &agentFixture{h: h, ns: ns, id: "agt_" + uuid.NewString(), spn: "spn_" + uuid.NewString(), cfg: "cfg_" + uuid.NewString()}
+	h.exec(`INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id) VALUES ($1, 'service_principal', $2, $3)`, f.spn, ns, f.id)
+	h.exec(`INSERT INTO occ.configurations (id, namespace_id, driver_id) VALUES ($1, $2, 'configuration-filesystem')`, f.cfg, ns)
+	h.exec(`INSERT INTO occ.agents (id, namespace_id, name, execution_mode, service_principal_id, configuration_id)
+	  VALUES ($1, $2, $3, 'embedded', $4, $5)`, f.id, ns, "agent-"+f.id[4:12], f.spn, f.cfg)
+	return f
+}
+
+// spec is the admitted snapshot of a runtime-authenticated embedded OpenClaw revision.
+func (f *agentFixture) spec() platform.RevisionSpec {
+	return platform.RevisionSpec{
+		ConfigurationID: f.cfg, ConfigurationKind: "agent", ConfigurationGeneration: 1,
+		Configuration:      json.RawMessage(`{"agents":{}}`),
+		Harness:            platform.PinnedHarnesses[platform.ExecutionEmbedded],
+		Compute:            platform.ComputeSelection{ID: "compute-simulated", Implementation: "simulated"},
+		ServicePrincipalID: f.spn, HarnessAuth: platform.HarnessAuth{Method: platform.HarnessAuthRuntime},
+	}
+}
+
+// deploy admits a revision as the API does: the next revision, desired running and the deploy
+// work, in one transaction.
+func (f *agentFixture) deploy(actor string, spec ...platform.RevisionSpec) string {
+	f.h.t.Helper()
+	s := f.spec()
+	if len(spec) > 0 {
+		s = spec[0]
+	}
+	return f.deployAs(actor, newRevisionID(), s)
+}
+
+func newRevisionID() string { return "rev_" + uuid.NewString() }
+
+// deployAs admits revision rev (an id chosen in advance, so faults can target it first).
+func (f *agentFixture) deployAs(actor, rev string, s platform.RevisionSpec) string {
+	f.h.t.Helper()
+	raw, err := json.Marshal(s)
+	if err != nil {
+		f.h.t.Fatal(err)
+	}
+	ctx := context.Background()
+	err = pgx.BeginFunc(ctx, f.h.app, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO occ.agent_revisions (id, namespace_id, agent_id, revision_number, admitted_spec)
+		   VALUES ($1, $2, $3, (SELECT COALESCE(max(revision_number), 0) + 1 FROM occ.agent_revisions WHERE agent_id = $3), $4)`,
+			rev, f.ns, f.id, string(raw)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE occ.agents SET desired_runtime_state = 'running' WHERE id = $1`, f.id); err != nil {
+			return err
+		}
+		_, err := queue.Enqueue(ctx, tx, queue.EnqueueWork{Key: platform.RevisionWorkKey(rev), NamespaceID: f.ns, ActorID: actor, AgentID: &f.id, RevisionID: &rev})
+		return err
+	})
+	if err != nil {
+		f.h.t.Fatal(err)
+	}
+	f.revisions = append(f.revisions, rev)
+	return rev
+}
+
+// stop admits a stop request: desired stopped and a new stop work item.
+func (f *agentFixture) stop(actor string) string {
+	f.h.t.Helper()
+	key := platform.AgentStopWorkKey(f.id, uuid.NewString())
+	target := queue.AgentStopped
+	f.admit(`UPDATE occ.agents SET desired_runtime_state = 'stopped' WHERE id = $1`,
+		queue.EnqueueWork{Key: key, NamespaceID: f.ns, ActorID: actor, AgentID: &f.id, AgentTarget: &target})
+	return key
+}
+
+// remove admits the deletion: deleting, desired stopped and the deletion work item.
+func (f *agentFixture) remove(actor string) string {
+	f.h.t.Helper()
+	key := platform.AgentDeleteWorkKey(f.id)
+	target := queue.AgentDeleted
+	f.admit(`UPDATE occ.agents SET status = 'deleting', desired_runtime_state = 'stopped' WHERE id = $1`,
+		queue.EnqueueWork{Key: key, NamespaceID: f.ns, ActorID: actor, AgentID: &f.id, AgentTarget: &target})
+	return key
+}
+
+func (f *agentFixture) admit(update string, work queue.EnqueueWork) {
+	f.h.t.Helper()
+	ctx := context.Background()
+	err := pgx.BeginFunc(ctx, f.h.app, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, update, f.id); err != nil {
+			return err
+		}
+		_, err := queue.Enqueue(ctx, tx, work)
+		return err
+	})
+	if err != nil {
+		f.h.t.Fatal(err)
+	}
+}
+
+func (f *agentFixture) active() string {
+	return f.h.scalar(`SELECT active_revision_id FROM occ.agents WHERE id = $1`, f.id)
+}
+
+func (h *harness) reason(key string) string {
+	return h.scalar(`SELECT reason_code FROM occ.controller_work WHERE idempotency_key = $1`, key)
+}
+
+// waitWork waits until the work item is terminal and returns its state and reason.
+func (h *harness) waitWork(key string) (string, string) {
+	h.t.Helper()
+	eventually(h.t, 20*time.Second, "work "+key+" terminal", func() bool {
+		s := h.workState(key)
+		return s == queue.StateSucceeded || s == queue.StateFailedPermanent
+	})
+	return h.workState(key), h.reason(key)
+}
+
+// grant binds principal to a Namespace Role with the given permissions on one exact resource (or
+// the whole Namespace when resourceID is "").
+func (h *harness) grant(ns, principal, kind, resourceID string, actions ...string) string {
+	h.t.Helper()
+	role, binding := "role_"+uuid.NewString(), "binding_"+uuid.NewString()
+	h.exec(`INSERT INTO occ.iam_roles (id, namespace_id) VALUES ($1, $2)`, role, ns)
+	for _, a := range actions {
+		h.exec(`INSERT INTO occ.iam_role_permissions (role_id, action, resource_kind) VALUES ($1, $2, $3)`, role, a, kind)
+	}
+	if resourceID == "" {
+		h.exec(`INSERT INTO occ.iam_access_bindings (id, namespace_id, identity_subject_id, role_id) VALUES ($1, $2, $3, $4)`, binding, ns, principal, role)
+	} else {
+		h.exec(`INSERT INTO occ.iam_access_bindings (id, namespace_id, identity_subject_id, role_id, resource_kind, resource_id)
+		   VALUES ($1, $2, $3, $4, $5, $6)`, binding, ns, principal, role, kind, resourceID)
+	}
+	return binding
+}
+
+// principal creates a human principal without any grant.
+func (h *harness) principal() string {
+	h.t.Helper()
+	id := "prn_" + uuid.NewString()
+	h.exec(`INSERT INTO occ.iam_identities (id, kind, issuer, subject) VALUES ($1, 'principal', 'test', $1)`, id)
+	return id
+}
+
+// effects lists the simulated driver's revision and credential effects, in order, as "Op target".
+func effects(sim *simulated.Driver, agent string, revisions ...string) []string {
+	var out []string
+	for _, c := range sim.History() {
+		switch c.Op {
+		case simulated.OpPrepareRevision, simulated.OpStopRevision, simulated.OpRetireRevision, simulated.OpActivateRevision:
+			if slices.Contains(revisions, c.Target) {
+				out = append(out, string(c.Op)+" "+c.Target)
+			}
+		case simulated.OpDeleteAgentRuntimeCredentials:
+			if c.Target == agent {
+				out = append(out, string(c.Op))
+			}
+		}
+	}
+	return out
+}
+
+// ---- Agent stop and delete ----
+
+func TestAgentFullLifecycleDeployStopDelete(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	rec := &recorder{}
+	w := h.startAgentWorker(workerOptions{}, nil, rec)
+	ns := h.readyNamespace()
+	f := h.newAgent(ns)
+	// The Agent's principal holds a grant that must disappear with it.
+	spBinding := h.grant(ns, f.spn, "secret", "", "operate")
+
+	rev := f.deploy(h.admin)
+	if st, code := h.waitWork(platform.RevisionWorkKey(rev)); st != queue.StateSucceeded || code != "REVISION_ACTIVATED" {
+		t.Fatalf("deploy: %s %s", st, code)
+	}
+	if f.active() != rev || w.sim.RoutedRevision(f.id) != rev {
+		t.Fatalf("active %q routed %q, want %s", f.active(), w.sim.RoutedRevision(f.id), rev)
+	}
+	if n := h.count(`SELECT count(*) FROM occ.audit_events WHERE action = 'openclaw.agents.lifecycle.activate' AND resource_id = $1`, rev); n != 1 {
+		t.Fatalf("%d activation audits", n)
+	}
+
+	stopKey := f.stop(h.admin)
+	if st, code := h.waitWork(stopKey); st != queue.StateSucceeded || code != "AGENT_STOPPED" {
+		t.Fatalf("stop: %s %s", st, code)
+	}
+	if f.active() != "" {
+		t.Fatal("the active pointer survived the stop")
+	}
+	if h.count(`SELECT count(*) FROM occ.agent_revisions WHERE id = $1`, rev) != 1 {
+		t.Fatal("the stop removed the revision")
+	}
+	if st, _ := w.sim.Revision(rev); st.Phase != simulated.PhaseStopped {
+		t.Fatalf("revision phase %s after stop", st.Phase)
+	}
+
+	delKey := f.remove(h.admin)
+	eventually(t, 20*time.Second, "agent removed", func() bool {
+		return h.count(`SELECT count(*) FROM occ.agents WHERE id = $1`, f.id) == 0
+	})
+	for what, n := range map[string]int{
+		"revisions": h.count(`SELECT count(*) FROM occ.agent_revisions WHERE agent_id = $1`, f.id),
+		"principal": h.count(`SELECT count(*) FROM occ.iam_identities WHERE id = $1`, f.spn),
+		"bindings":  h.count(`SELECT count(*) FROM occ.iam_access_bindings WHERE id = $1 OR identity_subject_id = $2`, spBinding, f.spn),
+		"work":      h.count(`SELECT count(*) FROM occ.controller_work WHERE agent_id = $1 OR idempotency_key IN ($2, $3)`, f.id, delKey, stopKey),
+	} {
+		if n != 0 {
+			t.Errorf("%d %s left after deletion", n, what)
+		}
+	}
+	if h.count(`SELECT count(*) FROM occ.configurations WHERE id = $1`, f.cfg) != 1 {
+		t.Error("the Namespace's Configuration did not survive the Agent")
+	}
+	var codes []string
+	rows, err := h.owner.Query(context.Background(), `SELECT details->>'reasonCode' FROM occ.audit_events
+	  WHERE resource_id = $1 AND action IN ('openclaw.agents.lifecycle.stop', 'openclaw.agents.lifecycle.delete') ORDER BY occurred_at`, f.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(codes, ",") != "AGENT_STOPPED,AGENT_DELETED" {
+		t.Fatalf("lifecycle audits %v", codes)
+	}
+	got := effects(w.sim, f.id, rev)
+	want := []string{"PrepareRevision " + rev, "ActivateRevision " + rev, "StopRevision " + rev, "RetireRevision " + rev, "DeleteAgentRuntimeCredentials"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("effects %v, want %v", got, want)
+	}
+	eventually(t, 5*time.Second, "three agent operation durations", func() bool { return len(rec.ops()) == 3 })
+	if ops := rec.ops(); !slices.Equal(ops, []string{"deploy", "stop", "delete"}) {
+		t.Fatalf("agent operations %v", ops)
+	}
+	// worker.completed of the three passes.
+	eventually(t, 5*time.Second, "three agent completions", func() bool {
+		n := 0
+		for _, ev := range w.logs.events("worker.completed") {
+			if ev["agentId"] == f.id {
+				n++
+			}
+		}
+		return n == 3
+	})
+	for _, ev := range w.logs.events("worker.completed") {
+		if ev["agentId"] != f.id {
+			continue
+		}
+		switch ev["operation"] {
+		case "agent_revision.reconcile":
+			if ev["revisionId"] != rev || ev["code"] != "REVISION_ACTIVATED" || ev["deployPasses"] != float64(1) ||
+				ev["prepareMs"] == nil || ev["readinessWaitMs"] == nil || ev["activationMs"] == nil || ev["elapsedMs"] == nil {
+				t.Errorf("deploy completion %v", ev)
+			}
+		case "agent.stop", "agent.delete":
+			if ev["outcome"] != "success" || ev["deployPasses"] != nil {
+				t.Errorf("lifecycle completion %v", ev)
+			}
+		}
+	}
+}
+
+func TestStopAndDeleteAfterRevocationFailWithoutEffects(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	w := h.startAgentWorker(workerOptions{}, nil, nil)
+	ns := h.readyNamespace()
+	f := h.newAgent(ns)
+	rev := f.deploy(h.admin)
+	if st, code := h.waitWork(platform.RevisionWorkKey(rev)); st != queue.StateSucceeded {
+		t.Fatalf("deploy: %s %s", st, code)
+	}
+	// An operator held operate and delete on the Agent; the grant is revoked after admission.
+	operator := h.principal()
+	binding := h.grant(ns, operator, "agent", f.id, "operate", "delete")
+	stopKey := f.stop(operator)
+	h.exec(`DELETE FROM occ.iam_access_bindings WHERE id = $1`, binding)
+	if st, code := h.waitWork(stopKey); st != queue.StateFailedPermanent || code != "AUTHORIZATION_DENIED" {
+		t.Fatalf("stop: %s %s", st, code)
+	}
+	if n := h.count(`SELECT attempt_count FROM occ.controller_work WHERE idempotency_key = $1`, stopKey); n != 1 {
+		t.Fatalf("stop failed at attempt %d", n)
+	}
+	if n := h.count(`SELECT count(*) FROM occ.audit_events WHERE kind = 'authorization_denial' AND action = 'openclaw.agents.stop'
+	   AND actor_id = $1 AND details->>'reasonCode' = 'AUTHORIZATION_DENIED'`, operator); n != 1 {
+		t.Fatalf("%d stop denial audits", n)
+	}
+	if f.active() != rev || w.sim.Calls(simulated.OpStopRevision, rev) != 0 {
+		t.Fatal("a denied stop had an effect")
+	}
+
+	delKey := f.remove(operator)
+	if st, code := h.waitWork(delKey); st != queue.StateFailedPermanent || code != "AUTHORIZATION_DENIED" {
+		t.Fatalf("delete: %s %s", st, code)
+	}
+	if n := h.count(`SELECT attempt_count FROM occ.controller_work WHERE idempotency_key = $1`, delKey); n != 1 {
+		t.Fatalf("delete failed at attempt %d", n)
+	}
+	if n := h.count(`SELECT count(*) FROM occ.audit_events WHERE kind = 'authorization_denial' AND action = 'openclaw.agents.delete' AND actor_id = $1`, operator); n != 1 {
+		t.Fatalf("%d delete denial audits", n)
+	}
+	if h.scalar(`SELECT status FROM occ.agents WHERE id = $1`, f.id) != "deleting" || f.active() != rev ||
+		w.sim.Calls(simulated.OpRetireRevision, rev) != 0 || w.sim.Calls(simulated.OpDeleteAgentRuntimeCredentials, f.id) != 0 {
+		t.Fatal("a denied deletion had an effect")
+	}
+
+	// Takeover: the administrator retries the failed deletion through the SQL function.
+	var requeued bool
+	if err := h.app.QueryRow(context.Background(), `SELECT occ.retry_failed_agent_deletion($1, $2, $3, $4)`, ns, f.id, operator, h.admin).Scan(&requeued); err != nil || !requeued {
+		t.Fatalf("retry: %v %v", requeued, err)
+	}
+	eventually(t, 20*time.Second, "agent removed after takeover", func() bool {
+		return h.count(`SELECT count(*) FROM occ.agents WHERE id = $1`, f.id) == 0
+	})
+	if n := h.count(`SELECT count(*) FROM occ.audit_events WHERE action = 'openclaw.agents.lifecycle.delete' AND resource_id = $1
+	   AND details->>'reasonCode' = 'AGENT_DELETED' AND actor_id = $2`, f.id, h.admin); n != 1 {
+		t.Fatalf("%d deletion audits by the new actor", n)
+	}
+}
+
+func TestDeletionRetriesAFailedRetirementThenFinishes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	sim := simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
+	w := h.startAgentWorker(workerOptions{sim: sim, maxAttempts: 2}, nil, nil)
+	ns := h.readyNamespace()
+	f := h.newAgent(ns)
+	rev := f.deploy(h.admin)
+	h.waitWork(platform.RevisionWorkKey(rev))
+	sim.InjectRevision(rev, simulated.Retryable("ENGINE_BUSY", "busy").On(simulated.OpRetireRevision).For(2))
+	delKey := f.remove(h.admin)
+	if st, code := h.waitWork(delKey); st != queue.StateFailedPermanent || code != "DEPENDENCY_UNAVAILABLE" {
+		t.Fatalf("delete: %s %s", st, code)
+	}
+	if n := h.count(`SELECT count(*) FROM occ.audit_events WHERE action = 'openclaw.agents.lifecycle.delete' AND resource_id = $1 AND outcome = 'failure'`, f.id); n != 1 {
+		t.Fatalf("%d terminal failure audits", n)
+	}
+	var last map[string]any
+	eventually(t, 5*time.Second, "the exhausted attempt logged", func() bool {
+		for _, ev := range w.logs.events("worker.completed") {
+			if ev["operation"] == "agent.delete" && ev["attempt"] == float64(2) {
+				last = ev
+			}
+		}
+		return last != nil
+	})
+	if last["outcome"] != "permanent" || last["result"] != "retry" || last["code"] != "DEPENDENCY_UNAVAILABLE" {
+		t.Fatalf("exhausted deletion logged %v", last)
+	}
+	// The initiator retries; the retirement now succeeds.
+	var requeued bool
+	if err := h.app.QueryRow(context.Background(), `SELECT occ.retry_failed_agent_deletion($1, $2, $3, $3)`, ns, f.id, h.admin).Scan(&requeued); err != nil || !requeued {
+		t.Fatalf("retry: %v %v", requeued, err)
+	}
+	eventually(t, 20*time.Second, "agent removed", func() bool {
+		return h.count(`SELECT count(*) FROM occ.agents WHERE id = $1`, f.id) == 0
+	})
+}
+
+func TestStopCleansUpEarlierRevisionsAndNotLaterOnes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	sim := simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
+	w := h.startAgentWorker(workerOptions{sim: sim}, nil, nil)
+	ns := h.readyNamespace()
+	f := h.newAgent(ns)
+	rev1 := f.deploy(h.admin)
+	h.waitWork(platform.RevisionWorkKey(rev1))
+	// rev2 is a failed candidate: the driver refused it while preparing.
+	rev2 := f.deploy(h.admin)
+	sim.InjectRevision(rev2, simulated.Permanent("IMAGE_REFUSED", "refused").On(simulated.OpPrepareRevision))
+	if st, code := h.waitWork(platform.RevisionWorkKey(rev2)); st != queue.StateFailedPermanent || code != "IMAGE_REFUSED" {
+		t.Fatalf("rev2: %s %s", st, code)
+	}
+	stopKey := f.stop(h.admin)
+	if st, code := h.waitWork(stopKey); st != queue.StateSucceeded || code != "AGENT_STOPPED" {
+		t.Fatalf("stop: %s %s", st, code)
+	}
+	// The active rev1 is stopped first, then the failed candidate rev2.
+	got := effects(w.sim, f.id, rev1, rev2)
+	stops := slices.DeleteFunc(got, func(s string) bool { return !strings.HasPrefix(s, "StopRevision") })
+	if !slices.Equal(stops, []string{"StopRevision " + rev1, "StopRevision " + rev2}) {
+		t.Fatalf("stops %v", stops)
+	}
+	if f.active() != "" {
+		t.Fatal("pointer kept")
+	}
+	// A second stop finds nothing active.
+	again := f.stop(h.admin)
+	if _, code := h.waitWork(again); code != "AGENT_ALREADY_STOPPED" {
+		t.Fatalf("second stop %s", code)
+	}
+	// A deploy admitted after a stop, before the stop ran, supersedes it: nothing is stopped.
+	rev3 := f.deploy(h.admin)
+	h.waitWork(platform.RevisionWorkKey(rev3))
+	w.stop()
+	late := f.stop(h.admin)
+	rev4 := f.deploy(h.admin)
+	h.startAgentWorker(workerOptions{sim: sim}, nil, nil)
+	if st, code := h.waitWork(late); st != queue.StateSucceeded || code != "STOP_SUPERSEDED" {
+		t.Fatalf("late stop: %s %s", st, code)
+	}
+	if st, code := h.waitWork(platform.RevisionWorkKey(rev4)); st != queue.StateSucceeded || code != "REVISION_ACTIVATED" {
+		t.Fatalf("rev4: %s %s", st, code)
+	}
+	if f.active() != rev4 || sim.Calls(simulated.OpStopRevision, rev3) != 0 {
+		t.Fatalf("active %s, rev3 stopped %d times", f.active(), sim.Calls(simulated.OpStopRevision, rev3))
+	}
+}
+
+func TestFailedStopRetriesTheIdempotentStops(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	sim := simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
+	w := h.startAgentWorker(workerOptions{sim: sim}, nil, nil)
+	ns := h.readyNamespace()
+	f := h.newAgent(ns)
+	rev := f.deploy(h.admin)
+	h.waitWork(platform.RevisionWorkKey(rev))
+	release := make(chan struct{})
+	fault := simulated.Retryable("ENGINE_BUSY", "busy")
+	fault.Release = release
+	sim.InjectRevision(rev, fault.On(simulated.OpStopRevision).Once())
+	key := f.stop(h.admin)
+	waitCalls(t, sim, simulated.OpStopRevision, rev, 1)
+	close(release)
+	eventually(t, 10*time.Second, "the failed stop retried", func() bool { return h.evidence(key, "DEPENDENCY_UNAVAILABLE") == 1 })
+	if st, code := h.waitWork(key); st != queue.StateSucceeded || code != "AGENT_STOPPED" {
+		t.Fatalf("%s %s", st, code)
+	}
+	if n := h.count(`SELECT attempt_count FROM occ.controller_work WHERE idempotency_key = $1`, key); n != 2 {
+		t.Fatalf("stopped at attempt %d", n)
+	}
+	if f.active() != "" || sim.Calls(simulated.OpStopRevision, rev) != 2 {
+		t.Fatal("stop did not converge")
+	}
+	eventually(t, 5*time.Second, "the retry logged", func() bool {
+		for _, ev := range w.logs.events("worker.completed") {
+			if ev["workId"] == key && ev["outcome"] == "retry" && ev["cause"] == "RetryableError" {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -1,0 +1,856 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/openclaw/occ/internal/audit"
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Revision result codes (worker-lifecycle §4.3).
+const (
+	codeRevisionActivated            = "REVISION_ACTIVATED"
+	codeRevisionAlreadyActive        = "REVISION_ALREADY_ACTIVE"
+	codeRevisionSuperseded           = "REVISION_SUPERSEDED"
+	codeRevisionStopped              = "REVISION_STOPPED"
+	codeRevisionIncomplete           = "REVISION_INCOMPLETE"
+	codeRevisionUnschedulable        = "REVISION_UNSCHEDULABLE"
+	codeWorkspaceNodePending         = "WORKSPACE_NODE_PENDING"
+	codeFinalizationIncomplete       = "REVISION_FINALIZATION_INCOMPLETE"
+	codeBindingIncomplete            = "COMPUTE_BINDING_INCOMPLETE"
+	codeActiveRevisionChanged        = "ACTIVE_REVISION_CHANGED"
+	codeNamespaceNotReady            = "NAMESPACE_NOT_READY"
+	codeInvalidAdmittedRevision      = "INVALID_ADMITTED_REVISION"
+	codeHarnessDescriptorMismatch    = "HARNESS_DESCRIPTOR_MISMATCH"
+	codeInvalidAgentPrincipal        = "INVALID_AGENT_PRINCIPAL"
+	codeHarnessAuthRequired          = "HARNESS_AUTH_REQUIRED"
+	codeInvalidHarnessAuth           = "INVALID_HARNESS_AUTH"
+	codeInvalidSecretBindings        = "INVALID_SECRET_BINDINGS"
+	codeSecretDriverMismatch         = "SECRET_DRIVER_MISMATCH"
+	codeSecretBindingUnavailable     = "SECRET_BINDING_UNAVAILABLE"
+	codeHarnessAuthSourceUnavailable = "HARNESS_AUTH_SOURCE_UNAVAILABLE"
+	codeRuntimeModelProbeFailed      = "RUNTIME_MODEL_PROBE_FAILED"
+)
+
+// heldRuntimeFailures maps the runtime failures that end a deployment at once (§3.7.2 step 2).
+// Other runtime codes keep it pending.
+var heldRuntimeFailures = map[string]string{
+	driver.RuntimeAuthenticationFailed: "RUNTIME_AUTHENTICATION_FAILED",
+	driver.RuntimeModelProbeCPUStarved: "RUNTIME_CPU_STARVED",
+	driver.RuntimeModelProbeTimeout:    "RUNTIME_MODEL_PROBE_TIMEOUT",
+	driver.RuntimeModelProbeFailed:     codeRuntimeModelProbeFailed,
+	driver.RuntimeLoginFailed:          "RUNTIME_LOGIN_FAILED",
+	driver.RuntimeUnavailable:          "RUNTIME_STARTUP_FAILED",
+	driver.RuntimeIncompatibleResponse: "RUNTIME_STARTUP_FAILED",
+}
+
+// passReport is what runPass logs beyond the result: an outcome that differs from the
+// classification (an exhausted retry of Agent work is permanent) and extra worker.completed fields.
+type passReport struct {
+	outcome string
+	attrs   []any
+}
+
+// ---- deploy timing (worker.completed fields of deploy passes; this process only) ----
+
+type deployTiming struct {
+	passes       int
+	prepare      time.Duration
+	firstUnready time.Time
+	firstReady   time.Time
+	activated    time.Time
+}
+
+// timings holds the deploy timing of up to 256 work items per worker, oldest evicted.
+type timingStore struct {
+	mu    sync.Mutex
+	order []string
+	m     map[string]*deployTiming
+}
+
+var timings = &timingStore{m: map[string]*deployTiming{}}
+
+func (s *timingStore) get(w *Worker, key string) *deployTiming {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := fmt.Sprintf("%p|%s", w, key)
+	t, ok := s.m[k]
+	if !ok {
+		t = &deployTiming{}
+		s.m[k] = t
+		s.order = append(s.order, k)
+		if len(s.order) > 256 {
+			delete(s.m, s.order[0])
+			s.order = s.order[1:]
+		}
+	}
+	return t
+}
+
+func (s *timingStore) update(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn()
+}
+
+func millis(d time.Duration) int64 { return max(d, 0).Milliseconds() }
+
+// attrs are the deploy timing fields of worker.completed.
+func (t *deployTiming) attrs(work queue.Work) []any {
+	var out []any
+	timings.update(func() {
+		var wait time.Duration
+		switch {
+		case t.firstUnready.IsZero():
+		case !t.firstReady.IsZero():
+			wait = t.firstReady.Sub(t.firstUnready)
+		default:
+			wait = time.Since(t.firstUnready)
+		}
+		out = []any{"deployPasses", t.passes, "prepareMs", millis(t.prepare), "readinessWaitMs", millis(wait),
+			"elapsedMs", millis(time.Since(work.CreatedAt))}
+		if !t.activated.IsZero() && !t.firstReady.IsZero() {
+			out = append(out, "activationMs", millis(t.activated.Sub(t.firstReady)))
+		}
+	})
+	return out
+}
+
+// ---- revision result ----
+
+// revisionResult is what a deploy pass decided before (and between) its finalizations.
+type revisionResult struct {
+	result
+	status         int                    // HTTP status of a dependency failure (log only)
+	data           json.RawMessage        // result data of a terminal transition
+	runtimeFailure *driver.RuntimeFailure // evidence of a pending readiness observation
+	transient      bool                   // pending on a transient dependency (its code at the deadline)
+	readiness      bool                   // pending on readiness (recheck cadence)
+	warnings       []driver.PluginWarning
+
+	publish    bool    // prepared and ready: compare-and-set the pointer from expected
+	expected   *string // the pointer as read before preparing
+	activation bool    // complete as an activation: pointer check and the one activation audit
+	superseded bool    // a newer revision is active
+	activeID   *string // the active revision that superseded the candidate
+
+	// set by the finalization transaction
+	published       bool // the pointer now names the candidate; the work is not complete yet
+	stopAfterCommit bool // the Agent was stopped between readiness and publication
+}
+
+// deployPass carries one deploy pass's reads.
+type deployPass struct {
+	w         *Worker
+	a         *activeClaim
+	work      queue.Work
+	timing    *deployTiming
+	ns        store.NamespaceRow
+	agent     store.WorkerAgent
+	revisions []agentRevision
+	candidate agentRevision
+	rc        driver.RevisionContext
+}
+
+// revisionPass is the deploy pass of `agent_revision:<rev>:reconcile` (worker-lifecycle §3.7,
+// without repository, credential-source, plugin-provisioning, sandbox and exclusive-replacement
+// branches).
+func (w *Worker) revisionPass(a *activeClaim) (result, passReport, error) {
+	p := &deployPass{w: w, a: a, work: a.claim.Work, timing: timings.get(w, a.claim.Work.Key)}
+	timings.update(func() { p.timing.passes++ })
+	r, err := p.decide()
+	if err == nil {
+		err = p.finish(&r)
+	}
+	rep := passReport{attrs: p.timing.attrs(p.work)}
+	if r.status != 0 {
+		rep.attrs = append(rep.attrs, "status", r.status)
+	}
+	return r.result, rep, err
+}
+
+func (p *deployPass) permanent(code string) revisionResult {
+	return revisionResult{result: permanent(code)}
+}
+
+// failure maps an error of the pass (§3.7 step 19). A lost claim is returned as the error.
+func (p *deployPass) failure(err error) (revisionResult, error) {
+	if errors.Is(err, errClaimLost) {
+		return revisionResult{}, errClaimLost
+	}
+	var (
+		transient *driver.TransientDependencyError
+		failed    *driver.ActivationFailedError
+		invalid   *driver.InvalidObservationError
+	)
+	switch {
+	case errors.As(err, &transient):
+		cause := transient.Reason
+		if cause == "" {
+			cause = driver.ErrorClass(err)
+		}
+		return revisionResult{result: result{outcome: outcomePending, code: queue.SafeCode(transient.Code), cause: cause,
+			dependency: transient.Dependency}, transient: true, status: transient.Status}, nil
+	case errors.As(err, &failed):
+		return revisionResult{result: result{outcome: outcomePermanent, code: queue.SafeCode(failed.Code), cause: driver.ErrorClass(err)}}, nil
+	case errors.As(err, &invalid):
+		return revisionResult{result: result{outcome: outcomePermanent, code: codeInvalidObservation, cause: driver.ErrorClass(err)}}, nil
+	case driver.IsPermanent(err) && driver.Code(err) != "":
+		// A refusal the driver calls permanent (configuration, ownership, an unsupported method):
+		// repeating cannot fix it.
+		return revisionResult{result: result{outcome: outcomePermanent, code: queue.SafeCode(driver.Code(err)), cause: driver.ErrorClass(err)}}, nil
+	}
+	return revisionResult{result: dependencyFailure(err)}, nil
+}
+
+// activeFailure maps an error of the already-active path and of after-commit activation: the
+// pointer names the candidate, so anything but a definitive activation failure keeps it pending.
+func (p *deployPass) activeFailure(err error) (revisionResult, error) {
+	if errors.Is(err, errClaimLost) {
+		return revisionResult{}, errClaimLost
+	}
+	var (
+		failed    *driver.ActivationFailedError
+		invalid   *driver.InvalidObservationError
+		transient *driver.TransientDependencyError
+		pending   *driver.ActivationPendingError
+	)
+	switch {
+	case errors.As(err, &failed), errors.As(err, &invalid):
+		return p.failure(err)
+	case errors.As(err, &transient):
+		return p.failure(err)
+	case errors.As(err, &pending):
+		return revisionResult{result: result{outcome: outcomePending, code: queue.SafeCode(pending.Code), cause: driver.ErrorClass(err)}}, nil
+	}
+	return revisionResult{result: result{outcome: outcomePending, code: codeFinalizationIncomplete, cause: driver.ErrorClass(err)}}, nil
+}
+
+func (p *deployPass) decide() (revisionResult, error) {
+	w, a, work := p.w, p.a, p.work
+	ctx := a.ctx
+	if work.AgentID == nil || work.RevisionID == nil || work.AgentTarget != nil || work.NamespaceTarget != nil {
+		return p.permanent(codeInvalidTarget), nil
+	}
+	ns, err := store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
+	var agent store.WorkerAgent
+	if err == nil {
+		agent, err = store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, *work.AgentID)
+	}
+	var rows []store.WorkerRevision
+	if err == nil {
+		rows, err = store.ListWorkerRevisions(ctx, w.pool, work.NamespaceID, agent.ID)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return p.permanent(codeInvalidRevisionOwner), nil
+	case err != nil:
+		return p.failure(err)
+	}
+	p.ns, p.agent = ns, agent
+	var candidate, previous *agentRevision
+	for _, row := range rows {
+		r := agentRevision{row: row}
+		if row.ID == *work.RevisionID {
+			spec, err := platform.DecodeRevisionSpec(row.AdmittedSpec)
+			if err != nil {
+				return p.permanent(codeInvalidAdmittedRevision), nil
+			}
+			r.spec = spec
+			candidate = &r
+		} else {
+			_ = json.Unmarshal(row.AdmittedSpec, &r.spec)
+		}
+		p.revisions = append(p.revisions, r)
+		if agent.ActiveRevisionID != nil && row.ID == *agent.ActiveRevisionID {
+			previous = &p.revisions[len(p.revisions)-1]
+		}
+	}
+	if candidate == nil {
+		return p.permanent(codeInvalidRevisionOwner), nil
+	}
+	p.candidate = *candidate
+	spec := candidate.spec
+	pinned, known := platform.PinnedHarnesses[spec.Harness.Mode]
+	switch {
+	case ns.DeletedAt != nil || ns.Status != "ready":
+		return p.permanent(codeNamespaceNotReady), nil
+	case !candidate.ownedBy(agent) || spec.Harness.Mode != agent.ExecutionMode:
+		return p.permanent(codeInvalidAdmittedRevision), nil
+	case !known || pinned != spec.Harness:
+		return p.permanent(codeHarnessDescriptorMismatch), nil
+	case !w.ownsCompute(spec.Compute):
+		return p.permanent(codeComputeDriverMismatch), nil
+	case agent.ActiveRevisionID != nil && previous == nil:
+		return p.permanent(codeInvalidActiveRevision), nil
+	}
+
+	if r, done, err := p.authorize(); err != nil || done {
+		return r, err
+	}
+
+	candidateRev := candidate.driverRevision()
+	alreadyActive := agent.ActiveRevisionID != nil && *agent.ActiveRevisionID == candidate.row.ID
+	if agent.DesiredRuntimeState != "running" {
+		// Stopped before (or while) this revision was deployed: it never activates.
+		if err := w.bindAgent(a, ns, agent); err != nil {
+			return p.failure(err)
+		}
+		if err := w.effect(a, func(ctx context.Context) error { return w.cfg.Compute.StopRevision(ctx, candidateRev) }); err != nil {
+			return p.failure(err)
+		}
+		if agent.ActiveRevisionID == nil || alreadyActive {
+			if err := p.retireEarlier(); err != nil {
+				return p.failure(err)
+			}
+		}
+		return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionStopped}}, nil
+	}
+
+	if r, done := p.resolveContext(); done {
+		return r, nil
+	}
+	if err := w.bindAgent(a, ns, agent); err != nil {
+		if alreadyActive && !errors.Is(err, errClaimLost) {
+			return revisionResult{result: result{outcome: outcomePending, code: codeBindingIncomplete, cause: driver.ErrorClass(err)}}, nil
+		}
+		return p.failure(err)
+	}
+
+	if alreadyActive {
+		// Recovery after the pointer was published (a lost claim, a failed activation or
+		// retirement): finish activating; never roll back.
+		obs, err := p.prepare()
+		if err != nil {
+			return p.activeFailure(err)
+		}
+		if !obs.Ready {
+			return p.pendingReadiness(obs), nil
+		}
+		if err := p.activateAfterCommit(); err != nil {
+			return p.activeFailure(err)
+		}
+		if err := p.retireEarlier(); err != nil {
+			return p.activeFailure(err)
+		}
+		timings.update(func() { p.timing.activated = time.Now() })
+		return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionAlreadyActive}, activation: true, warnings: obs.Warnings}, nil
+	}
+	if previous != nil && previous.row.Number >= candidate.row.Number {
+		return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionSuperseded}, superseded: true,
+			activeID: agent.ActiveRevisionID}, nil
+	}
+
+	obs, err := p.prepare()
+	if err != nil {
+		return p.failure(err)
+	}
+	if !obs.Ready {
+		return p.pendingReadiness(obs), nil
+	}
+	// Ready: a stop admitted while preparing wins over activation.
+	current, err := store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, agent.ID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return p.permanent(codeInvalidRevisionOwner), nil
+		}
+		return p.failure(err)
+	}
+	if current.DesiredRuntimeState != "running" {
+		if err := w.effect(a, func(ctx context.Context) error { return w.cfg.Compute.StopRevision(ctx, candidateRev) }); err != nil {
+			return p.failure(err)
+		}
+		return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionStopped}}, nil
+	}
+	if act, ok := w.cfg.Compute.(driver.Activator); ok && driver.ActivationOrder(w.cfg.Compute) == driver.ActivationBeforeCommit {
+		if err := w.effect(a, func(ctx context.Context) error { return act.ActivateRevision(ctx, candidateRev, p.rc) }); err != nil {
+			return p.failure(err)
+		}
+	}
+	return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionActivated}, publish: true,
+		expected: agent.ActiveRevisionID, warnings: obs.Warnings}, nil
+}
+
+// authorize reauthorizes the original actor and the Agent's principal (§3.8). done is true when
+// the pass ends with r.
+func (p *deployPass) authorize() (r revisionResult, done bool, err error) {
+	w, work := p.w, p.work
+	ctx := p.a.ctx
+	spec := p.candidate.spec
+	nsID := work.NamespaceID
+	check := func(req iam.Request) (revisionResult, bool, error) {
+		d, err := w.reauthorize(ctx, req)
+		if err != nil {
+			r, err := p.failure(err)
+			return r, true, err
+		}
+		if d != nil {
+			return revisionResult{result: result{outcome: outcomePermanent, code: d.code, denial: d}}, true, nil
+		}
+		return revisionResult{}, false, nil
+	}
+	if r, done, err := check(iam.Request{PrincipalID: work.ActorID, Action: iam.ActionDeploy, Resource: agentResource(nsID, p.agent.ID)}); done {
+		return r, true, err
+	}
+	ok, err := store.AgentPrincipalValid(ctx, w.pool, spec.ServicePrincipalID, nsID, p.agent.ID)
+	if err != nil {
+		r, err := p.failure(err)
+		return r, true, err
+	}
+	if !ok {
+		return p.permanent(codeInvalidAgentPrincipal), true, nil
+	}
+	if r, done, err := check(iam.Request{PrincipalID: work.ActorID, Action: iam.ActionRead,
+		Resource: iam.Resource{Kind: iam.KindConfiguration, ID: spec.ConfigurationID, NamespaceID: &nsID}}); done {
+		return r, true, err
+	}
+	if code := checkHarnessAuth(spec, nsID); code != "" {
+		return p.permanent(code), true, nil
+	}
+	// Every consumed Secret needs operate for both the actor and the Agent's own principal.
+	for _, id := range secretIDs(spec) {
+		for _, principal := range []string{work.ActorID, spec.ServicePrincipalID} {
+			if r, done, err := check(iam.Request{PrincipalID: principal, Action: iam.ActionOperate,
+				Resource: iam.Resource{Kind: iam.KindSecret, ID: id, NamespaceID: &nsID}}); done {
+				return r, true, err
+			}
+		}
+	}
+	return revisionResult{}, false, nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// checkHarnessAuth checks the shape of the admitted Harness authentication and Secret bindings.
+func checkHarnessAuth(spec platform.RevisionSpec, nsID string) string {
+	auth := spec.HarnessAuth
+	switch auth.Method {
+	case "":
+		return codeHarnessAuthRequired
+	case platform.HarnessAuthRuntime:
+		if auth.Source != nil {
+			return codeInvalidHarnessAuth
+		}
+	case platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT:
+		if auth.Source == nil || auth.Source.Kind != platform.RefKindSecret || auth.Source.NamespaceID != nsID || auth.Source.ID == "" {
+			return codeInvalidHarnessAuth
+		}
+	default:
+		return codeInvalidHarnessAuth
+	}
+	for name, b := range spec.SecretBindings {
+		if !envName.MatchString(name) || b.Source.Kind != platform.RefKindSecret || b.Source.NamespaceID != nsID ||
+			b.Source.ID == "" || b.Delivery.Type != "env" {
+			return codeInvalidSecretBindings
+		}
+	}
+	return ""
+}
+
+// secretIDs lists the Secrets a revision consumes, sorted and without duplicates.
+func secretIDs(spec platform.RevisionSpec) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, ref := range spec.SecretRefs() {
+		if !seen[ref.ID] {
+			seen[ref.ID] = true
+			out = append(out, ref.ID)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// resolveContext builds the dispatch context: references to the Secrets' backend locations,
+// never their values (§3.7 step 14).
+func (p *deployPass) resolveContext() (revisionResult, bool) {
+	spec := p.candidate.spec
+	nsID := p.work.NamespaceID
+	secrets, err := store.ListWorkerSecrets(p.a.ctx, p.w.pool, secretIDs(spec))
+	if err != nil {
+		r, _ := p.failure(err)
+		return r, true
+	}
+	complete := func(s store.WorkerSecret) bool {
+		return s.NamespaceID == nsID && s.BackendNamespaceName != "" && s.BackendName != "" && s.BackendKey != "" && s.BackendUID != ""
+	}
+	ref := func(s store.WorkerSecret) driver.SecretRef {
+		return driver.SecretRef{NamespaceName: s.BackendNamespaceName, Name: s.BackendName, Key: s.BackendKey, UID: s.BackendUID}
+	}
+	if len(spec.SecretBindings) > 0 && spec.SecretDriverID == "" {
+		return p.permanent(codeSecretDriverMismatch), true
+	}
+	names := make([]string, 0, len(spec.SecretBindings))
+	for name := range spec.SecretBindings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var rc driver.RevisionContext
+	for _, name := range names {
+		s, ok := secrets[spec.SecretBindings[name].Source.ID]
+		if !ok || !complete(s) || s.DriverID != spec.SecretDriverID {
+			return p.permanent(codeSecretBindingUnavailable), true
+		}
+		rc.SecretEnvironment = append(rc.SecretEnvironment, driver.SecretEnvironmentRef{Name: name, SecretID: s.ID, Ref: ref(s)})
+	}
+	auth := spec.HarnessAuth
+	rc.HarnessAuth = &driver.HarnessAuthRef{Method: auth.Method}
+	if auth.Source != nil {
+		s, ok := secrets[auth.Source.ID]
+		switch {
+		case ok && (spec.SecretDriverID == "" || s.DriverID != spec.SecretDriverID):
+			return p.permanent(codeSecretDriverMismatch), true
+		case !ok || !complete(s):
+			return p.permanent(codeHarnessAuthSourceUnavailable), true
+		}
+		r := ref(s)
+		rc.HarnessAuth.SecretID, rc.HarnessAuth.Ref = s.ID, &r
+	}
+	p.rc = rc
+	return revisionResult{}, false
+}
+
+var pluginIDPattern = regexp.MustCompile(`^[A-Za-z0-9._~:@-]{1,253}$`)
+
+// prepare calls PrepareRevision under the claim, validates the observation and records the
+// deploy timing.
+func (p *deployPass) prepare() (driver.RevisionReadiness, error) {
+	rev := p.candidate.driverRevision()
+	var obs driver.RevisionReadiness
+	started := time.Now()
+	err := p.w.effect(p.a, func(ctx context.Context) error {
+		var err error
+		obs, err = p.w.cfg.Compute.PrepareRevision(ctx, rev, p.rc)
+		return err
+	})
+	observed := time.Now()
+	timings.update(func() { p.timing.prepare += observed.Sub(started) })
+	if err != nil {
+		return obs, err
+	}
+	if err := driver.CheckRevisionReadiness(rev, obs); err != nil {
+		return obs, err
+	}
+	for _, warning := range obs.Warnings {
+		if !pluginIDPattern.MatchString(warning.PluginID) {
+			return obs, &driver.InvalidObservationError{Reason: "a plugin warning has an invalid plugin id"}
+		}
+	}
+	timings.update(func() {
+		switch {
+		case obs.Ready && p.timing.firstReady.IsZero():
+			p.timing.firstReady = observed
+		case !obs.Ready && p.timing.firstUnready.IsZero():
+			p.timing.firstUnready = observed
+		}
+	})
+	return obs, nil
+}
+
+// pendingReadiness is the pending result of a not-ready observation.
+func (p *deployPass) pendingReadiness(obs driver.RevisionReadiness) revisionResult {
+	code := codeRevisionIncomplete
+	switch obs.PendingReason {
+	case driver.PendingWorkloadUnschedulable:
+		code = codeRevisionUnschedulable
+	case driver.PendingWorkspaceNode:
+		code = codeWorkspaceNodePending
+	}
+	r := revisionResult{result: result{outcome: outcomePending, code: code}, readiness: true}
+	if validRuntimeFailure(obs.RuntimeFailure) {
+		r.runtimeFailure = obs.RuntimeFailure
+	}
+	return r
+}
+
+var runtimeToken = regexp.MustCompile(`^[A-Za-z0-9._~:@-]{1,64}$`)
+var checkedAtPattern = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$`)
+
+// validRuntimeFailure accepts only evidence the work row may store.
+func validRuntimeFailure(f *driver.RuntimeFailure) bool {
+	if !driver.ValidRuntimeFailure(f) || !runtimeToken.MatchString(f.Component) || !runtimeToken.MatchString(f.Check) ||
+		!checkedAtPattern.MatchString(f.CheckedAt) {
+		return false
+	}
+	if _, err := time.Parse(time.RFC3339Nano, f.CheckedAt); err != nil {
+		return false
+	}
+	if c := f.Cause; c != nil && (!runtimeToken.MatchString(c.Kind) || len([]rune(c.Detail)) > 256) {
+		return false
+	}
+	return true
+}
+
+func runtimeFailureJSON(f *driver.RuntimeFailure, withCause bool) map[string]any {
+	m := map[string]any{"component": f.Component, "check": f.Check, "checkedAt": f.CheckedAt, "code": f.Code}
+	if withCause && f.Cause != nil {
+		cause := map[string]any{"kind": f.Cause.Kind}
+		if f.Cause.Detail != "" {
+			cause["detail"] = f.Cause.Detail
+		}
+		m["cause"] = cause
+	}
+	return m
+}
+
+// activateAfterCommit routes traffic to the published candidate when the driver stages routing
+// after the commit.
+func (p *deployPass) activateAfterCommit() error {
+	act, ok := p.w.cfg.Compute.(driver.Activator)
+	if !ok || driver.ActivationOrder(p.w.cfg.Compute) != driver.ActivationAfterCommit {
+		return nil
+	}
+	rev := p.candidate.driverRevision()
+	return p.w.effect(p.a, func(ctx context.Context) error { return act.ActivateRevision(ctx, rev, p.rc) })
+}
+
+// retireEarlier retires every revision of this Compute numbered below the candidate.
+func (p *deployPass) retireEarlier() error {
+	for i := len(p.revisions) - 1; i >= 0; i-- {
+		r := p.revisions[i]
+		if r.row.Number >= p.candidate.row.Number || !p.w.ownsCompute(r.spec.Compute) {
+			continue
+		}
+		rev := r.driverRevision()
+		if err := p.w.effect(p.a, func(ctx context.Context) error { return p.w.cfg.Compute.RetireRevision(ctx, rev) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish runs the finalization transaction and, after a publication, activation and retirement
+// with the completion transaction (§3.7.2).
+func (p *deployPass) finish(r *revisionResult) error {
+	if lost, _ := p.a.state(); lost {
+		return errClaimLost
+	}
+	if err := p.finalize(r); err != nil {
+		return err
+	}
+	switch {
+	case r.stopAfterCommit:
+		rev := p.candidate.driverRevision()
+		err := p.w.effect(p.a, func(ctx context.Context) error { return p.w.cfg.Compute.StopRevision(ctx, rev) })
+		next := revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionStopped}}
+		if err != nil {
+			if next, err = p.failure(err); err != nil {
+				return err
+			}
+		}
+		*r = next
+		return p.finalize(r)
+	case r.published:
+		next, err := p.afterPublication(r.warnings)
+		if err != nil {
+			return err
+		}
+		*r = next
+		if err := p.finalize(r); err != nil {
+			return err
+		}
+		if r.outcome == outcomeSuccess && r.code == codeRevisionActivated {
+			p.w.observeOperation(operationDeploy, p.work)
+		}
+	case r.outcome == outcomeSuccess && r.code == codeRevisionAlreadyActive:
+		p.w.observeOperation(operationDeploy, p.work)
+	}
+	return nil
+}
+
+// afterPublication activates the published candidate and retires its predecessors, unless the
+// Agent was stopped meanwhile (§3.7.2 step 9).
+func (p *deployPass) afterPublication(warnings []driver.PluginWarning) (revisionResult, error) {
+	w := p.w
+	rev := p.candidate.driverRevision()
+	current, err := store.ReadWorkerAgent(p.a.ctx, w.pool, p.work.NamespaceID, p.agent.ID)
+	if err != nil {
+		return p.activeFailure(err)
+	}
+	if current.DesiredRuntimeState != "running" {
+		if err := w.effect(p.a, func(ctx context.Context) error { return w.cfg.Compute.StopRevision(ctx, rev) }); err != nil {
+			return p.activeFailure(err)
+		}
+		if err := p.retireEarlier(); err != nil {
+			return p.activeFailure(err)
+		}
+		return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionStopped}}, nil
+	}
+	if err := p.activateAfterCommit(); err != nil {
+		return p.activeFailure(err)
+	}
+	if err := p.retireEarlier(); err != nil {
+		return p.activeFailure(err)
+	}
+	timings.update(func() { p.timing.activated = time.Now() })
+	return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionActivated}, activation: true,
+		warnings: warnings, expected: p.agent.ActiveRevisionID}, nil
+}
+
+// readinessRecheck is the readiness recheck cadence: min(5 s, max(500 ms, age/40)).
+func readinessRecheck(age time.Duration) time.Duration {
+	ms := math.Round(float64(age.Milliseconds()) / 40)
+	return time.Duration(min(5000, max(500, ms))) * time.Millisecond
+}
+
+func (p *deployPass) finalize(r *revisionResult) error {
+	return p.w.finalize(p.a, func(ctx context.Context, tx txDB) error { return p.finalizeTx(ctx, tx, r) })
+}
+
+// finalizeTx is one finalization transaction of a deploy pass (§3.7.2 step 8); it begins with the
+// claim's renewal (w.finalize).
+func (p *deployPass) finalizeTx(ctx context.Context, tx txDB, r *revisionResult) error {
+	w, a, work := p.w, p.a, p.work
+	now, err := store.DatabaseNow(ctx, tx)
+	if err != nil {
+		return err
+	}
+	age := now.Sub(work.CreatedAt)
+	// A held runtime failure ends the deployment at once.
+	if r.outcome == outcomePending && r.runtimeFailure != nil {
+		if code, ok := heldRuntimeFailures[r.runtimeFailure.Code]; ok {
+			r.outcome, r.code = outcomePermanent, code
+			if code == codeRuntimeModelProbeFailed {
+				r.data, _ = json.Marshal(map[string]any{"runtimeFailure": runtimeFailureJSON(r.runtimeFailure, true)})
+			}
+		}
+	}
+	if r.outcome == outcomePending && age >= w.cfg.ConvergenceTimeout {
+		r.outcome = outcomePermanent
+		if !r.transient {
+			data := map[string]any{"timeoutMs": max(1, w.cfg.ConvergenceTimeout.Milliseconds())}
+			if r.runtimeFailure != nil {
+				data["runtimeFailure"] = runtimeFailureJSON(r.runtimeFailure, false)
+			}
+			r.code = codeDeadlineExceeded
+			r.data, _ = json.Marshal(data)
+		}
+	}
+
+	switch {
+	case r.superseded:
+		if err := p.appendRevisionAudit(ctx, tx, "openclaw.agents.lifecycle.supersede", r, map[string]any{"activeRevisionId": r.activeID}); err != nil {
+			return err
+		}
+	case r.publish:
+		agent, ok, err := p.lockAgent(ctx, tx)
+		switch {
+		case err != nil:
+			return err
+		case !ok || !samePointer(agent.ActiveRevisionID, r.expected):
+			*r = revisionResult{result: result{outcome: outcomeRetry, code: codeActiveRevisionChanged}}
+		case agent.DesiredRuntimeState != "running":
+			r.stopAfterCommit = true
+			return nil // the candidate is stopped after this commit; the work completes then
+		default:
+			set, err := store.SetActiveRevisionIfUnchanged(ctx, tx, work.NamespaceID, agent.ID, r.expected, p.candidate.row.ID)
+			if err != nil {
+				return err
+			}
+			if !set {
+				*r = revisionResult{result: result{outcome: outcomeRetry, code: codeActiveRevisionChanged}}
+				break
+			}
+			r.published = true
+			return nil // the pointer is published first; activation completes the work
+		}
+	case r.activation:
+		agent, ok, err := p.lockAgent(ctx, tx)
+		switch {
+		case err != nil:
+			return err
+		case !ok || agent.ActiveRevisionID == nil || *agent.ActiveRevisionID != p.candidate.row.ID:
+			*r = revisionResult{result: result{outcome: outcomeRetry, code: codeActiveRevisionChanged}}
+		default:
+			details := map[string]any{}
+			if r.expected != nil {
+				details["previousRevisionId"] = *r.expected
+			}
+			if err := p.appendRevisionAudit(ctx, tx, "openclaw.agents.lifecycle.activate", r, details); err != nil {
+				return err
+			}
+			if len(r.warnings) > 0 {
+				ws := make([]map[string]string, len(r.warnings))
+				for i, wn := range r.warnings {
+					ws[i] = map[string]string{"code": wn.Code, "pluginId": wn.PluginID}
+				}
+				r.data, _ = json.Marshal(map[string]any{"warnings": ws})
+			}
+		}
+	}
+	if r.denial != nil {
+		if err := w.appendDenial(ctx, tx, a, "openclaw.agents.deploy", agentResource(work.NamespaceID, *work.AgentID), r.denial); err != nil {
+			return err
+		}
+	}
+
+	exhausted := r.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts()
+	switch {
+	case r.outcome == outcomeSuccess:
+		_, err = w.q.Complete(ctx, tx, a.claim, r.code, r.data)
+	case r.outcome == outcomePending:
+		o := queue.DeferOptions{}
+		if r.readiness || r.transient {
+			d := readinessRecheck(age)
+			o.Delay = &d
+		}
+		_, err = w.q.Defer(ctx, tx, a.claim, r.code, o)
+	case r.outcome == outcomePermanent || exhausted:
+		_, err = w.q.Fail(ctx, tx, a.claim, r.code, r.data)
+	default:
+		_, err = w.q.Retry(ctx, tx, a.claim, r.code)
+	}
+	return err
+}
+
+// lockAgent locks the Namespace, then the Agent (the lock order of every finalization); ok is
+// false when either is gone or the Agent's principal changed.
+func (p *deployPass) lockAgent(ctx context.Context, tx txDB) (store.WorkerAgent, bool, error) {
+	ns, err := store.LockNamespace(ctx, tx, p.work.NamespaceID)
+	var agent store.WorkerAgent
+	if err == nil {
+		agent, err = store.LockWorkerAgent(ctx, tx, p.work.NamespaceID, p.agent.ID)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return agent, false, nil
+	case err != nil:
+		return agent, false, err
+	}
+	return agent, ns.DeletedAt == nil && agent.ServicePrincipalID == p.agent.ServicePrincipalID, nil
+}
+
+func samePointer(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// appendRevisionAudit writes a lifecycle audit of the candidate revision.
+func (p *deployPass) appendRevisionAudit(ctx context.Context, tx txDB, action string, r *revisionResult, details map[string]any) error {
+	work := p.work
+	nsID := work.NamespaceID
+	details["computeDriverId"] = p.w.cfg.Compute.ID()
+	details["reasonCode"] = r.code
+	details["workId"] = work.Key
+	details["attemptCount"] = p.a.claim.Attempt()
+	_, err := p.w.audit.Append(ctx, tx, audit.Event{
+		Kind: audit.KindMutation, ActorID: work.ActorID, NamespaceID: &nsID, Action: action,
+		Resource: audit.Resource{Kind: iam.KindAgentRevision, ID: p.candidate.row.ID, NamespaceID: &nsID},
+		Outcome:  audit.OutcomeSuccess, ReasonCode: r.code, Details: details,
+	})
+	return err
+}
