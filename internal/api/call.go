@@ -36,6 +36,37 @@ type call struct {
 	nextCursor string
 	cookies    []*http.Cookie
 	raw        []byte // a bare body (the OpenAPI document)
+
+	// undo compensates driver effects made inside the transaction when it does not commit;
+	// afterCommit runs driver effects that must wait for the commit (deletions).
+	undo        []func(context.Context)
+	afterCommit []func(context.Context)
+}
+
+// onRollback registers a compensation of a driver effect, run (newest first) when the route's
+// transaction does not commit. It is not run when the commit's outcome is unknown: the effect
+// may belong to committed state.
+func (c *call) onRollback(f func(context.Context)) { c.undo = append(c.undo, f) }
+
+// onCommit registers a driver effect that runs after the transaction committed.
+func (c *call) onCommit(f func(context.Context)) { c.afterCommit = append(c.afterCommit, f) }
+
+// settle runs the compensations or the post-commit effects for the transaction's outcome err.
+func (c *call) settle(ctx context.Context, err error) {
+	ctx = context.WithoutCancel(ctx)
+	if err == nil {
+		for _, f := range c.afterCommit {
+			f(ctx)
+		}
+		return
+	}
+	var pe *platform.Error
+	if errors.As(err, &pe) && pe.Code == platform.CodeUnknownOutcome {
+		return
+	}
+	for i := len(c.undo) - 1; i >= 0; i-- {
+		c.undo[i](ctx)
+	}
 }
 
 // denial is a 403 whose audit event is written after the route's transaction rolled back.
@@ -98,6 +129,9 @@ func (c *call) target(p Permission) iam.Resource {
 		return iam.Resource{Kind: p.Kind, ID: c.s.installation.ID}
 	case TargetPathNamespace:
 		return namespaceResource(c.params["namespaceId"])
+	case TargetNamespaceCollection:
+		ns := c.params["namespaceId"]
+		return iam.Resource{Kind: p.Kind, ID: ns, NamespaceID: &ns}
 	}
 	return c.installationResource()
 }

@@ -133,7 +133,7 @@ func (s *Server) deleteNamespace(ctx context.Context, c *call) error {
 		for i, r := range contents {
 			refs[i] = platform.ResourceRef{Kind: r.Kind, ID: r.ID}
 		}
-		return platform.NewError(platform.CodeNamespaceNotEmpty, platform.NamespaceNotEmptyMessage(refs))
+		return platform.NewError(platform.CodeNamespaceNotEmpty, platform.NamespaceRemainsMessage(refs))
 	}
 	if _, err := store.MarkNamespaceDeleting(ctx, c.tx, ns.ID); err != nil {
 		return platform.Unavailable(err)

@@ -95,6 +95,11 @@ type env struct {
 	adminPrincipal string
 	defaultNS      string
 	metrics        *recorder
+	storageRoot    string
+	// responses collects every response body; secretValues every Secret value the test sent.
+	responses    *syncBuffer
+	secretMu     sync.Mutex
+	secretValues []string
 }
 
 type recorder struct {
@@ -142,6 +147,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		IAMDriverID: iamDriverID, AdoptsExistingNamespaces: true, Now: e.clock.Now, Metrics: e.metrics,
 		Logger: obs.NewLogger(e.logs, "occ-api", slog.LevelInfo),
 	}
+	e.storageRoot = t.TempDir()
+	e.responses = &syncBuffer{}
+	t.Cleanup(e.scanForSecretValues)
+	cfg.Compute, cfg.Configurations, cfg.Secrets = testDrivers(t, e.storageRoot)
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -231,7 +240,16 @@ func (r resp) hasDetail(path, code string) bool {
 
 func (e *env) do(r req) resp {
 	e.t.Helper()
-	return doHTTP(e.t, e.http.URL, r)
+	if m, ok := r.body.(map[string]any); ok && strings.Contains(r.path, "/secrets") {
+		if v, ok := m["value"].(string); ok && v != "" {
+			e.secretMu.Lock()
+			e.secretValues = append(e.secretValues, v)
+			e.secretMu.Unlock()
+		}
+	}
+	out := doHTTP(e.t, e.http.URL, r)
+	_, _ = e.responses.Write(append(out.raw, '\n'))
+	return out
 }
 
 func doHTTP(t testing.TB, base string, r req) resp {

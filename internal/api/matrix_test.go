@@ -33,6 +33,7 @@ type fixtures struct {
 	spA, spBare            string
 	bindingA, spareBinding string
 	installationID         string
+	resources              resourceFixtures
 }
 
 func newFixtures(t *testing.T, e *env) fixtures {
@@ -55,6 +56,7 @@ func newFixtures(t *testing.T, e *env) fixtures {
 		return r.data()["id"].(string)
 	}
 	f.bindingA, f.spareBinding = binding(), binding()
+	f.resources = newResourceFixtures(t, e, f.nsA)
 	return f
 }
 
@@ -71,7 +73,7 @@ func (f fixtures) cases(e *env) map[string]func() matrixCase {
 	admin := installationGrant(ins, iam.ActionAdminister)
 	policy := []grantSpec{admin, namespaceGrant(f.nsA, iam.ActionRead)}
 	nsPath := "/namespaces/" + f.nsA
-	return map[string]func() matrixCase{
+	cases := map[string]func() matrixCase{
 		"GET /installation": func() matrixCase {
 			return matrixCase{method: "GET", path: "/installation", need: []grantSpec{installationGrant(ins, iam.ActionRead)}, success: 200}
 		},
@@ -137,6 +139,10 @@ func (f fixtures) cases(e *env) map[string]func() matrixCase {
 			return matrixCase{method: "DELETE", path: "/api/auth/service-keys/" + key.data()["id"].(string), need: []grantSpec{admin}, success: 200}
 		},
 	}
+	for k, v := range f.resources.cases(f.nsA) {
+		cases[k] = v
+	}
+	return cases
 }
 
 var suffixCounter atomic.Int64

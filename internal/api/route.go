@@ -39,6 +39,15 @@ const (
 	TargetEachItem
 	// TargetBodyResource is the exact resource named by the request body (checked by the handler).
 	TargetBodyResource
+	// TargetNamespaceCollection is a collection create in the path Namespace: {kind: <created
+	// kind>, id: ns, namespaceId: ns}.
+	TargetNamespaceCollection
+	// TargetPathResource is the exact resource the path names (checked by the handler after the
+	// resource was found, so an absent resource is 404).
+	TargetPathResource
+	// TargetReferencedResource is every resource the request or the Agent references (checked by
+	// the handler, per reference).
+	TargetReferencedResource
 )
 
 var targetDescriptions = map[Target]string{
@@ -47,6 +56,9 @@ var targetDescriptions = map[Target]string{
 	TargetPathNamespace:          "path-namespace",
 	TargetEachItem:               "each-item",
 	TargetBodyResource:           "body-resource",
+	TargetNamespaceCollection:    "namespace-collection",
+	TargetPathResource:           "path-resource",
+	TargetReferencedResource:     "referenced-resource",
 }
 
 // Permission is one IAM check of a route: exactly (Action, Kind) on Target. Checks with a Cond run
@@ -62,7 +74,7 @@ type Permission struct {
 // generic reports whether the pipeline checks the permission before the handler runs.
 func (p Permission) generic() bool {
 	switch p.Target {
-	case TargetInstallation, TargetInstallationCollection, TargetPathNamespace:
+	case TargetInstallation, TargetInstallationCollection, TargetPathNamespace, TargetNamespaceCollection:
 		return true
 	}
 	return false

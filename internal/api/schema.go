@@ -25,7 +25,13 @@ type Schema struct {
 	Description string
 
 	Properties []Property // objects, in document order
-	Open       bool       // objects: other members allowed (response documents only)
+	Open       bool       // objects: other members allowed, unchecked (free-form documents)
+	// Additional validates every member not in Properties (a map); KeyPattern and KeyMaxLength
+	// constrain its names and MaxMembers bounds its size (0 = unbounded).
+	Additional   *Schema
+	KeyPattern   string
+	KeyMaxLength int
+	MaxMembers   int
 
 	MinLength int    // strings, in code points
 	MaxLength int    // strings, in code points; 0 = unbounded
@@ -41,7 +47,8 @@ type Schema struct {
 	MaxItems    int // 0 = unbounded
 	UniqueItems bool
 
-	re *regexp.Regexp
+	re    *regexp.Regexp
+	keyRe *regexp.Regexp
 }
 
 // Property is one member of an object schema.
@@ -84,10 +91,14 @@ func (s *Schema) prepare() {
 			panic(fmt.Sprintf("api: unknown format %q", s.Format))
 		}
 	}
+	if s.KeyPattern != "" && s.keyRe == nil {
+		s.keyRe = regexp.MustCompile(s.KeyPattern)
+	}
 	for _, p := range s.Properties {
 		p.Schema.prepare()
 	}
 	s.Items.prepare()
+	s.Additional.prepare()
 }
 
 // validation collects details, at most platform.MaxDetails.
@@ -210,8 +221,24 @@ func (s *Schema) validateObject(v *validation, obj map[string]any, path string) 
 	}
 	slices.Sort(keys)
 	out := make(map[string]any, len(obj))
+	if s.MaxMembers > 0 && len(obj) > s.MaxMembers {
+		v.add(path, platform.DetailTooLong)
+		return obj
+	}
 	for _, k := range keys {
 		if _, ok := known[k]; !ok {
+			if s.Additional != nil {
+				kp := path + platform.JSONPointer(k)
+				switch {
+				case s.KeyMaxLength > 0 && utf8.RuneCountInString(k) > s.KeyMaxLength:
+					v.add(kp, platform.DetailTooLong)
+				case s.keyRe != nil && !s.keyRe.MatchString(k):
+					v.add(kp, platform.DetailInvalidFormat)
+				default:
+					out[k] = s.Additional.validate(v, obj[k], kp)
+				}
+				continue
+			}
 			if !s.Open {
 				v.add(path+platform.JSONPointer(k), platform.DetailUnknownField)
 			}
@@ -319,7 +346,23 @@ func (s *Schema) jsonSchema() map[string]any {
 		if len(required) > 0 {
 			out["required"] = required
 		}
-		if !s.Open {
+		switch {
+		case s.Additional != nil:
+			out["additionalProperties"] = s.Additional.jsonSchema()
+			if s.KeyPattern != "" || s.KeyMaxLength > 0 {
+				names := map[string]any{}
+				if s.KeyPattern != "" {
+					names["pattern"] = s.KeyPattern
+				}
+				if s.KeyMaxLength > 0 {
+					names["maxLength"] = s.KeyMaxLength
+				}
+				out["propertyNames"] = names
+			}
+			if s.MaxMembers > 0 {
+				out["maxProperties"] = s.MaxMembers
+			}
+		case !s.Open:
 			out["additionalProperties"] = false
 		}
 	case typeArray:
@@ -422,4 +465,9 @@ func describe(s *Schema, description string) *Schema {
 	c := *s
 	c.Description = description
 	return &c
+}
+
+// mapOf is an object whose members all satisfy values, with names matching keyPattern.
+func mapOf(values *Schema, keyPattern string, keyMax, maxMembers int) *Schema {
+	return &Schema{Type: typeObject, Additional: values, KeyPattern: keyPattern, KeyMaxLength: keyMax, MaxMembers: maxMembers}
 }

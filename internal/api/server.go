@@ -21,6 +21,7 @@ import (
 
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
+	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
@@ -58,6 +59,15 @@ type Config struct {
 	Now func() time.Time
 	// ShutdownTimeout bounds the drain of in-flight requests (default 10 s).
 	ShutdownTimeout time.Duration
+	// Compute is the selected Compute Driver: deploy asks it whether it supports the Agent's
+	// Harness authentication and pins its {id, implementation} in the revision. Nil refuses
+	// deployments with 503.
+	Compute driver.Compute
+	// Configurations stores Configuration values; nil answers Configuration writes and deploys
+	// with 503 (an implementation not compiled in yet).
+	Configurations driver.Configuration
+	// Secrets stores Secret values; nil answers Secret writes with 503.
+	Secrets driver.Secret
 }
 
 // Server is the HTTP API of one Installation.
@@ -297,6 +307,7 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 		}
 		return route.Handler(s, ctx, c)
 	})
+	c.settle(ctx, err)
 	var d *denial
 	if errors.As(err, &d) {
 		if aerr := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {

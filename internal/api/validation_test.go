@@ -19,6 +19,16 @@ func concretePath(template string) string {
 		switch p {
 		case "{namespaceId}":
 			return "ns_00000000-0000-4000-8000-000000000000"
+		case "{configurationId}":
+			return "cfg_00000000-0000-4000-8000-000000000000"
+		case "{secretId}":
+			return "sec_00000000-0000-4000-8000-000000000000"
+		case "{serviceAccountId}":
+			return "sa_00000000-0000-4000-8000-000000000000"
+		case "{agentId}":
+			return "agt_00000000-0000-4000-8000-000000000000"
+		case "{revisionId}", "{deploymentId}":
+			return "rev_00000000-0000-4000-8000-000000000000"
 		default:
 			return "some-id"
 		}
@@ -62,7 +72,11 @@ func TestEveryRouteValidatesRequests(t *testing.T) {
 		base.method, base.path = route.Method, concretePath(route.Path)
 
 		big := base
-		big.raw = []byte(`{"x":"` + strings.Repeat("a", api.DefaultBodyLimit) + `"}`)
+		limit := route.BodyLimit
+		if limit == 0 {
+			limit = api.DefaultBodyLimit
+		}
+		big.raw = []byte(`{"x":"` + strings.Repeat("a", int(limit)) + `"}`)
 		if r := e.do(big); r.status != http.StatusRequestEntityTooLarge || r.errCode() != "PAYLOAD_TOO_LARGE" {
 			t.Errorf("%s oversized: %d %s", name, r.status, r.raw)
 		}

@@ -54,9 +54,13 @@ func runAPI(ctx context.Context, env Env) error {
 		return reportStartupFailure(env, apiService, apiStartupError, err, codeStartupFailed, "The API settings are invalid.")
 	}
 	// The same loader as the worker, so both processes accept and refuse the same documents. The
-	// API uses the IAM selection, the log level and the Compute implementation's name; the Compute
-	// Driver itself is built (which validates it) and not used.
-	startup, _, err := startupConfig(env.Lookup, cfg.Mode, cfg.ConfigPath, cfg.DevelopmentConfigurationRoot, cfg.DevelopmentSecretRoot)
+	// API uses the IAM selection, the log level, the Compute Driver (deploy admission asks it about
+	// Harness authentication and pins its identity) and the Configuration and Secret Drivers.
+	startup, compute, err := startupConfig(env.Lookup, cfg.Mode, cfg.ConfigPath, cfg.DevelopmentConfigurationRoot, cfg.DevelopmentSecretRoot)
+	if err != nil {
+		return startupConfigFailure(env, apiService, apiStartupError, err)
+	}
+	configurations, secrets, err := storageDrivers(startup, cfg.Mode, env.Lookup)
 	if err != nil {
 		return startupConfigFailure(env, apiService, apiStartupError, err)
 	}
@@ -89,6 +93,9 @@ func runAPI(ctx context.Context, env Env) error {
 		AdoptsExistingNamespaces: startup.Compute.Implementation == installcfg.ImplementationKubernetes,
 		TrustedBridge:            cfg.DevelopmentTrustedBridgeCIDR,
 		Logger:                   log,
+		Compute:                  compute,
+		Configurations:           configurations,
+		Secrets:                  secrets,
 	}
 	if cfg.Metrics.Enabled {
 		m, err := metrics.StartAPI(ctx, cfg.Metrics.ListenAddress(), log)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/builtin"
+	"github.com/openclaw/occ/internal/driver/filesystem"
 	"github.com/openclaw/occ/internal/installcfg"
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/settings"
@@ -88,4 +89,45 @@ func startupConfigFailure(env Env, service, event string, err error) error {
 	}
 	obs.WriteStartupFailure(env.Stderr, service, event, ie.Code, ie.Message, details)
 	return exitError{Code: 1}
+}
+
+// storageDrivers builds the Configuration and Secret Drivers the API uses from the validated
+// startup selection. Implementations that are not compiled in yet (kubernetes) yield nil: the API
+// then answers the routes that need them with 503 DEPENDENCY_UNAVAILABLE. The worker does not call
+// this.
+func storageDrivers(cfg *installcfg.Config, mode settings.Mode, lookup settings.Lookup) (driver.Configuration, driver.Secret, error) {
+	var configurations driver.Configuration
+	var secrets driver.Secret
+	if cfg.Configuration.Implementation == installcfg.ImplementationFilesystem {
+		c, err := filesystem.NewConfigurations(cfg.Configuration.ID, cfg.Configuration.Configuration)
+		if err != nil {
+			return nil, nil, storageSelectionError("configuration", err)
+		}
+		configurations = c
+	}
+	if cfg.Secret.Implementation == installcfg.ImplementationFilesystem {
+		s, err := filesystem.NewSecrets(cfg.Secret.ID, cfg.Secret.Configuration,
+			driver.Environment{Production: mode == settings.Production, LookupEnv: lookup})
+		if err != nil {
+			return nil, nil, storageSelectionError("secret", err)
+		}
+		secrets = s
+	}
+	return configurations, secrets, nil
+}
+
+func storageSelectionError(capability string, err error) error {
+	details := []installcfg.Detail{{Path: "/drivers/" + capability, Code: "INVALID_VALUE", Message: "The Driver refused its configuration."}}
+	var ce *driver.ConfigurationError
+	if errors.As(err, &ce) {
+		details = nil
+		for _, d := range ce.Details {
+			details = append(details, installcfg.Detail{Path: "/drivers/" + capability + "/configuration" + d.Path, Code: d.Code, Message: d.Message})
+		}
+	}
+	var ue *driver.ImplementationUnavailableError
+	if errors.As(err, &ue) {
+		details = []installcfg.Detail{{Path: "/drivers/" + capability + "/implementation", Code: "INVALID_VALUE", Message: "The implementation is not available here."}}
+	}
+	return &installcfg.Error{Code: installcfg.CodeDriverConfigurationInvalid, Message: "The startup configuration selects a " + capability + " Driver that cannot be built.", Details: details}
 }

@@ -8,23 +8,26 @@ import (
 
 // API error codes (api-iam §2.1). The status of each is fixed by StatusOf.
 const (
-	CodeInvalidRequest        = "INVALID_REQUEST"
-	CodeUnauthenticated       = "UNAUTHENTICATED"
-	CodeForbidden             = "FORBIDDEN"
-	CodeNotFound              = "NOT_FOUND"
-	CodeMethodNotAllowed      = "METHOD_NOT_ALLOWED"
-	CodeInstallationExists    = "INSTALLATION_EXISTS"
-	CodeResourceConflict      = "RESOURCE_CONFLICT"
-	CodeAgentDeleting         = "AGENT_DELETING"
-	CodeNamespaceNotReady     = "NAMESPACE_NOT_READY"
-	CodeNamespaceNotEmpty     = "NAMESPACE_NOT_EMPTY"
-	CodePayloadTooLarge       = "PAYLOAD_TOO_LARGE"
-	CodeUnsupportedMediaType  = "UNSUPPORTED_MEDIA_TYPE"
-	CodeRateLimited           = "RATE_LIMITED"
-	CodeInternalError         = "INTERNAL_ERROR"
-	CodeNotImplemented        = "NOT_IMPLEMENTED"
-	CodeDependencyUnavailable = "DEPENDENCY_UNAVAILABLE"
-	CodeUnknownOutcome        = "UNKNOWN_OUTCOME"
+	CodeInvalidRequest     = "INVALID_REQUEST"
+	CodeUnauthenticated    = "UNAUTHENTICATED"
+	CodeForbidden          = "FORBIDDEN"
+	CodeNotFound           = "NOT_FOUND"
+	CodeMethodNotAllowed   = "METHOD_NOT_ALLOWED"
+	CodeInstallationExists = "INSTALLATION_EXISTS"
+	CodeResourceConflict   = "RESOURCE_CONFLICT"
+	CodeAgentDeleting      = "AGENT_DELETING"
+	CodeNamespaceNotReady  = "NAMESPACE_NOT_READY"
+	CodeNamespaceNotEmpty  = "NAMESPACE_NOT_EMPTY"
+	// CodeHarnessAuthUnsupported (ours): deploy refused at admission because the selected
+	// Compute Driver does not support the Agent's Harness authentication method.
+	CodeHarnessAuthUnsupported = "HARNESS_AUTH_UNSUPPORTED"
+	CodePayloadTooLarge        = "PAYLOAD_TOO_LARGE"
+	CodeUnsupportedMediaType   = "UNSUPPORTED_MEDIA_TYPE"
+	CodeRateLimited            = "RATE_LIMITED"
+	CodeInternalError          = "INTERNAL_ERROR"
+	CodeNotImplemented         = "NOT_IMPLEMENTED"
+	CodeDependencyUnavailable  = "DEPENDENCY_UNAVAILABLE"
+	CodeUnknownOutcome         = "UNKNOWN_OUTCOME"
 )
 
 // Detail codes of an error's details (api-iam §1.1).
@@ -51,23 +54,24 @@ const (
 )
 
 var statusByCode = map[string]int{
-	CodeInvalidRequest:        http.StatusBadRequest,
-	CodeUnauthenticated:       http.StatusUnauthorized,
-	CodeForbidden:             http.StatusForbidden,
-	CodeNotFound:              http.StatusNotFound,
-	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
-	CodeInstallationExists:    http.StatusConflict,
-	CodeResourceConflict:      http.StatusConflict,
-	CodeAgentDeleting:         http.StatusConflict,
-	CodeNamespaceNotReady:     http.StatusConflict,
-	CodeNamespaceNotEmpty:     http.StatusConflict,
-	CodePayloadTooLarge:       http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
-	CodeRateLimited:           http.StatusTooManyRequests,
-	CodeInternalError:         http.StatusInternalServerError,
-	CodeNotImplemented:        http.StatusNotImplemented,
-	CodeDependencyUnavailable: http.StatusServiceUnavailable,
-	CodeUnknownOutcome:        http.StatusServiceUnavailable,
+	CodeInvalidRequest:         http.StatusBadRequest,
+	CodeUnauthenticated:        http.StatusUnauthorized,
+	CodeForbidden:              http.StatusForbidden,
+	CodeNotFound:               http.StatusNotFound,
+	CodeMethodNotAllowed:       http.StatusMethodNotAllowed,
+	CodeInstallationExists:     http.StatusConflict,
+	CodeResourceConflict:       http.StatusConflict,
+	CodeAgentDeleting:          http.StatusConflict,
+	CodeNamespaceNotReady:      http.StatusConflict,
+	CodeNamespaceNotEmpty:      http.StatusConflict,
+	CodeHarnessAuthUnsupported: http.StatusConflict,
+	CodePayloadTooLarge:        http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType:   http.StatusUnsupportedMediaType,
+	CodeRateLimited:            http.StatusTooManyRequests,
+	CodeInternalError:          http.StatusInternalServerError,
+	CodeNotImplemented:         http.StatusNotImplemented,
+	CodeDependencyUnavailable:  http.StatusServiceUnavailable,
+	CodeUnknownOutcome:         http.StatusServiceUnavailable,
 }
 
 // Codes returns every error code the API answers with, in a stable order.
@@ -75,7 +79,7 @@ func Codes() []string {
 	return []string{
 		CodeInvalidRequest, CodeUnauthenticated, CodeForbidden, CodeNotFound, CodeMethodNotAllowed,
 		CodeInstallationExists, CodeResourceConflict, CodeAgentDeleting, CodeNamespaceNotReady,
-		CodeNamespaceNotEmpty, CodePayloadTooLarge, CodeUnsupportedMediaType, CodeRateLimited,
+		CodeNamespaceNotEmpty, CodeHarnessAuthUnsupported, CodePayloadTooLarge, CodeUnsupportedMediaType, CodeRateLimited,
 		CodeInternalError, CodeNotImplemented, CodeDependencyUnavailable, CodeUnknownOutcome,
 	}
 }

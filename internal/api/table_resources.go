@@ -1,0 +1,438 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/openclaw/occ/internal/auth"
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// The routes of Namespace-owned resources: Configurations, Secrets, ServiceAccounts, Agents,
+// revisions and deployments (api-iam §2.6–§2.9). They join routeTable in table.go.
+
+// Audit actions.
+const (
+	ActionConfigurationsCreate  = "openclaw.configurations.create"
+	ActionConfigurationsRead    = "openclaw.configurations.read"
+	ActionConfigurationsUpdate  = "openclaw.configurations.update"
+	ActionConfigurationsDelete  = "openclaw.configurations.delete"
+	ActionSecretsList           = "openclaw.secrets.list"
+	ActionSecretsCreate         = "openclaw.secrets.create"
+	ActionSecretsRead           = "openclaw.secrets.read"
+	ActionSecretsUpdate         = "openclaw.secrets.update"
+	ActionSecretsDelete         = "openclaw.secrets.delete"
+	ActionServiceAccountsList   = "openclaw.service_accounts.list"
+	ActionServiceAccountsCreate = "openclaw.service_accounts.create"
+	ActionServiceAccountsRead   = "openclaw.service_accounts.read"
+	ActionServiceAccountsUpdate = "openclaw.service_accounts.update"
+	ActionServiceAccountsDelete = "openclaw.service_accounts.delete"
+	ActionAgentsList            = "openclaw.agents.list"
+	ActionAgentsCreate          = "openclaw.agents.create"
+	ActionAgentsRead            = "openclaw.agents.read"
+	ActionAgentsUpdate          = "openclaw.agents.update"
+	ActionAgentsDelete          = "openclaw.agents.delete"
+	ActionAgentsDeploy          = "openclaw.agents.deploy"
+	ActionAgentsStop            = "openclaw.agents.stop"
+	ActionAgentRevisionsList    = "openclaw.agent_revisions.list"
+	ActionAgentRevisionsRead    = "openclaw.agent_revisions.read"
+	ActionAgentDeploymentsRead  = "openclaw.agent_deployments.read"
+)
+
+// Body limits of the resource routes (ours; upstream's Agent create default): a Secret's
+// 65,536-byte value with its JSON escaping, and a Configuration's native document.
+const (
+	SecretBodyLimit        = 448 << 10
+	ConfigurationBodyLimit = 448 << 10
+)
+
+// Path parameters.
+var (
+	configurationIDParam  = idOf(platform.PrefixConfiguration)
+	secretIDParam         = idOf(platform.PrefixSecret)
+	serviceAccountIDParam = idOf(platform.PrefixServiceAccount)
+	agentIDParam          = idOf(platform.PrefixAgent)
+	revisionIDParam       = idOf(platform.PrefixRevision)
+)
+
+func nsParams(extra ...string) map[string]*Schema {
+	m := map[string]*Schema{"namespaceId": namespaceIDParam}
+	for _, name := range extra {
+		switch name {
+		case "configurationId":
+			m[name] = configurationIDParam
+		case "secretId":
+			m[name] = secretIDParam
+		case "serviceAccountId":
+			m[name] = serviceAccountIDParam
+		case "agentId":
+			m[name] = agentIDParam
+		case "revisionId", "deploymentId":
+			m[name] = revisionIDParam
+		}
+	}
+	return m
+}
+
+// Schemas.
+var (
+	secretRefSchema = object(
+		required("kind", enum(platform.RefKindSecret)),
+		required("namespaceId", idOf(platform.PrefixNamespace)),
+		required("id", idOf(platform.PrefixSecret)),
+	)
+	secretBindingSchema = object(
+		required("source", secretRefSchema),
+		optional("delivery", object(required("type", enum(platform.SecretDeliveryEnv)))),
+	)
+	secretBindingsSchema = describe(mapOf(secretBindingSchema, platform.SecretBindingNameRegex, platform.MaxSecretBindingName, platform.MaxSecretBindings),
+		"Environment variable name → Secret reference (at most 64). OPENCLAW_*, CODEX_*, OPENAI_*, ANTHROPIC_*, OCC_*, "+
+			"KUBERNETES_*, PATH, HOME and proxy variables are reserved.")
+	valuesSchema = openObject("The native OpenClaw document. Model providers' baseUrl must be absolute http(s) URLs and api a supported model API.")
+
+	configurationBody = object(
+		required("kind", enum(driver.ConfigurationKindAgent)),
+		required("values", valuesSchema),
+		optional("secretBindings", secretBindingsSchema),
+	)
+	configurationPatchBody = object(
+		required("values", describe(valuesSchema, "The full replacement of values.")),
+		optional("secretBindings", describe(secretBindingsSchema, "Omitted: kept; {}: cleared.")),
+	)
+	configurationSchema = object(
+		required("id", idOf(platform.PrefixConfiguration)),
+		required("namespaceId", idOf(platform.PrefixNamespace)),
+		required("kind", enum(driver.ConfigurationKindAgent)),
+		required("generation", integer(1, 9007199254740991)),
+		required("values", valuesSchema),
+		optional("secretBindings", secretBindingsSchema),
+		required("createdAt", timestamp()),
+	)
+
+	secretValue = describe(str(1, driver.MaxSecretValueBytes), "Non-empty text without NUL, at most 65,536 UTF-8 bytes. Never returned.")
+	secretBody  = object(required("name", name()), required("value", secretValue))
+	secretPatch = object(required("value", secretValue))
+	secretView  = object(
+		required("id", idOf(platform.PrefixSecret)),
+		required("namespaceId", idOf(platform.PrefixNamespace)),
+		required("name", name()),
+		required("ref", secretRefSchema),
+		optional("consumers", describe(listOf(object(required("kind", str(1, 64)), required("id", str(1, 200)))),
+			"Resources consuming the Secret that the caller may read (GET of one Secret).")),
+	)
+
+	serviceAccountCredentialBody = object(
+		required("kind", enum("api_key", "oauth_access_token")),
+		required("secretRef", object(
+			required("name", describe(pattern(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`, 253),
+				"A Kubernetes Secret in the Namespace's backing namespace (DNS subdomain).")),
+			required("key", pattern(`^[-._a-zA-Z0-9]+$`, 253)),
+		)),
+	)
+	serviceAccountSchema = object(
+		required("id", idOf(platform.PrefixServiceAccount)),
+		required("namespaceId", idOf(platform.PrefixNamespace)),
+		required("name", name()),
+		optional("credential", openObject("{kind, secretRef?}")),
+		required("createdAt", timestamp()),
+	)
+
+	typedRefSchema = object(
+		required("kind", enum(platform.RefKindSecret, platform.RefKindServiceAccount)),
+		required("namespaceId", idOf(platform.PrefixNamespace)),
+		required("id", str(1, 200)),
+	)
+	harnessAuthSchema = describe(nullable(object(
+		required("method", enum(platform.HarnessAuthRuntime, platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT)),
+		optional("source", typedRefSchema),
+	)), "runtime (no source), api_key (a Secret) or codex_pat (a Secret or a ServiceAccount); null clears it.")
+	nullOnly        = describe(&Schema{Type: typeString, Nullable: true, Enum: []string{}}, "Backends are not available yet: only null.")
+	executionModes  = enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)
+	agentBodySchema = object(
+		required("name", name()),
+		required("configurationId", idOf(platform.PrefixConfiguration)),
+		optional("executionMode", describe(executionModes, "embedded (OpenClaw, default) or dedicated (Codex); immutable.")),
+		optional("harnessAuth", harnessAuthSchema),
+		optional("backendId", nullOnly),
+	)
+	agentPatchSchema = object(
+		required("configurationId", idOf(platform.PrefixConfiguration)),
+		optional("name", name()),
+		optional("harnessAuth", harnessAuthSchema),
+		optional("backendId", nullOnly),
+	)
+	agentSchema = object(
+		required("id", idOf(platform.PrefixAgent)),
+		required("namespaceId", idOf(platform.PrefixNamespace)),
+		required("name", name()),
+		required("servicePrincipalId", idOf(platform.PrefixServicePrincipal)),
+		required("configurationId", idOf(platform.PrefixConfiguration)),
+		required("backendId", nullOnly),
+		required("harnessAuth", harnessAuthSchema),
+		required("executionMode", executionModes),
+		required("desiredRuntimeState", enum(platform.RuntimeRunning, platform.RuntimeStopped)),
+		optional("activeRevisionId", idOf(platform.PrefixRevision)),
+		required("status", enum(platform.AgentActive, platform.AgentDeleting)),
+		required("createdAt", timestamp()),
+		optional("configurationReadError", openObject("{code: SAVED_CONFIGURATION_UNREADABLE, field}")),
+	)
+	revisionSchema = object(
+		required("id", idOf(platform.PrefixRevision)),
+		required("namespaceId", idOf(platform.PrefixNamespace)),
+		required("agentId", idOf(platform.PrefixAgent)),
+		required("revision", integer(1, 9007199254740991)),
+		required("backendId", nullOnly),
+		optional("configurationId", idOf(platform.PrefixConfiguration)),
+		optional("configurationKind", enum(driver.ConfigurationKindAgent)),
+		optional("configurationGeneration", integer(1, 9007199254740991)),
+		optional("configuration", openObject("The admitted native document (a deep copy; Secret references unresolved).")),
+		optional("harness", object(required("id", str(1, 64)), required("version", str(1, 64)), required("mode", executionModes))),
+		optional("compute", object(required("id", str(1, 128)), required("implementation", str(1, 64)))),
+		optional("secretDriverId", str(1, 128)),
+		optional("secretBindings", secretBindingsSchema),
+		optional("harnessAuth", harnessAuthSchema),
+		required("createdAt", timestamp()),
+		optional("configurationReadError", openObject("{code: SAVED_CONFIGURATION_UNREADABLE, field}")),
+	)
+	deploymentSchema = object(
+		required("deploymentId", idOf(platform.PrefixRevision)),
+		required("namespaceId", idOf(platform.PrefixNamespace)),
+		required("agentId", idOf(platform.PrefixAgent)),
+		required("status", enum(platform.DeploymentQueued, platform.DeploymentRunning, platform.DeploymentSucceeded, platform.DeploymentFailed)),
+		required("progress", nullable(object(
+			required("lastAttempt", nullable(object(required("at", timestamp()), required("code", str(1, 64)), required("message", str(1, 256))))),
+			required("nextAttemptAt", nullable(timestamp())),
+		))),
+		required("error", nullable(object(required("code", str(1, 64)), required("message", str(1, 256)),
+			optional("data", openObject("{timeoutMs?, runtimeFailure?}"))))),
+		required("warnings", listOf(object(required("code", enum(driver.WarningPluginInstallFailed, driver.WarningPluginAuthRequired)),
+			required("pluginId", str(1, 253))))),
+	)
+)
+
+func nsCollection(action, kind string) Permission {
+	return Permission{Action: action, Kind: kind, Target: TargetNamespaceCollection}
+}
+
+func exact(action, kind string) Permission {
+	return Permission{Action: action, Kind: kind, Target: TargetPathResource}
+}
+
+func referenced(action, kind, when string) Permission {
+	return Permission{Action: action, Kind: kind, Target: TargetReferencedResource, When: when}
+}
+
+var (
+	eachItem = func(kind string) Permission {
+		return Permission{Action: iam.ActionRead, Kind: kind, Target: TargetEachItem}
+	}
+	secretOperateBound = referenced(iam.ActionOperate, iam.KindSecret, "each Secret bound by the request")
+)
+
+var resourceRoutes = []*Route{
+	// Configurations.
+	{
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/configurations", Action: ActionConfigurationsCreate, Tag: "configurations",
+		Summary: "Create a Configuration (generation 1); values go to the Configuration Driver.",
+		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindConfiguration), secretOperateBound},
+		PathParams:  nsParams(), Body: configurationBody, BodyLimit: ConfigurationBodyLimit, Conflict: true, Tx: TxWrite,
+		Success: http.StatusCreated, Response: configurationSchema, Handler: (*Server).createConfiguration,
+	},
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/configurations/{configurationId}", Action: ActionConfigurationsRead, Tag: "configurations",
+		Summary: "One Configuration with its values.", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{exact(iam.ActionRead, iam.KindConfiguration)},
+		PathParams:  nsParams("configurationId"), Tx: TxRead,
+		Success: http.StatusOK, Response: configurationSchema, Handler: (*Server).getConfiguration,
+	},
+	{
+		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/configurations/{configurationId}", Action: ActionConfigurationsUpdate, Tag: "configurations",
+		Summary:     "Replace a Configuration's values (generation + 1).",
+		Description: "Existing revisions keep their snapshot; redeploy to use the new values.",
+		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Permissions: []Permission{exact(iam.ActionUpdate, iam.KindConfiguration),
+			referenced(iam.ActionOperate, iam.KindSecret, "each Secret bound by the result")},
+		PathParams: nsParams("configurationId"), Body: configurationPatchBody, BodyLimit: ConfigurationBodyLimit, Conflict: true, Tx: TxWrite,
+		Success: http.StatusOK, Response: configurationSchema, Handler: (*Server).patchConfiguration,
+	},
+	{
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/configurations/{configurationId}", Action: ActionConfigurationsDelete, Tag: "configurations",
+		Summary: "Delete a Configuration no Agent or live revision references (409 otherwise).",
+		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Permissions: []Permission{exact(iam.ActionDelete, iam.KindConfiguration)},
+		PathParams:  nsParams("configurationId"), Conflict: true, Tx: TxWrite,
+		Success: http.StatusNoContent, Handler: (*Server).deleteConfiguration,
+	},
+
+	// Secrets.
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/secrets", Action: ActionSecretsList, Tag: "secrets",
+		Summary: "Secrets the caller may read (metadata only).", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{pathNamespaceRead, eachItem(iam.KindSecret)},
+		PathParams:  nsParams(), Query: pageParams, Tx: TxRead, Paged: true,
+		Success: http.StatusOK, Response: listOf(secretView), Handler: (*Server).listSecrets,
+	},
+	{
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/secrets", Action: ActionSecretsCreate, Tag: "secrets",
+		Summary: "Create a Secret; the value goes to the Secret Driver and is never returned.",
+		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindSecret)},
+		PathParams:  nsParams(), Body: secretBody, BodyLimit: SecretBodyLimit, Conflict: true, Tx: TxWrite,
+		Success: http.StatusCreated, Response: secretView, Handler: (*Server).createSecret,
+	},
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/secrets/{secretId}", Action: ActionSecretsRead, Tag: "secrets",
+		Summary: "One Secret's metadata and the consumers the caller may read.", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{exact(iam.ActionRead, iam.KindSecret)},
+		PathParams:  nsParams("secretId"), Tx: TxRead,
+		Success: http.StatusOK, Response: secretView, Handler: (*Server).getSecret,
+	},
+	{
+		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/secrets/{secretId}", Action: ActionSecretsUpdate, Tag: "secrets",
+		Summary: "Replace a Secret's value (consumers need a redeploy).", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionUpdate, iam.KindSecret)},
+		PathParams: nsParams("secretId"), Body: secretPatch, BodyLimit: SecretBodyLimit, Conflict: true, Tx: TxWrite,
+		Success: http.StatusOK, Response: secretView, Handler: (*Server).patchSecret,
+	},
+	{
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/secrets/{secretId}", Action: ActionSecretsDelete, Tag: "secrets",
+		Summary: "Delete a Secret nothing references (409 otherwise).", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionDelete, iam.KindSecret)},
+		PathParams: nsParams("secretId"), Conflict: true, Tx: TxWrite,
+		Success: http.StatusNoContent, Handler: (*Server).deleteSecret,
+	},
+
+	// ServiceAccounts.
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/service-accounts", Action: ActionServiceAccountsList, Tag: "service-accounts",
+		Summary: "ServiceAccounts the caller may read.", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{pathNamespaceRead, eachItem(iam.KindServiceAccount)},
+		PathParams:  nsParams(), Query: pageParams, Tx: TxRead, Paged: true,
+		Success: http.StatusOK, Response: listOf(serviceAccountSchema), Handler: (*Server).listServiceAccounts,
+	},
+	{
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/service-accounts", Action: ActionServiceAccountsCreate, Tag: "service-accounts",
+		Summary: "Create a ServiceAccount (an upstream-credential holder, not an IAM identity).",
+		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindServiceAccount)},
+		PathParams:  nsParams(), Body: object(required("name", name())), Conflict: true, Tx: TxWrite,
+		Success: http.StatusCreated, Response: serviceAccountSchema, Handler: (*Server).createServiceAccount,
+	},
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/service-accounts/{serviceAccountId}", Action: ActionServiceAccountsRead, Tag: "service-accounts",
+		Summary: "One ServiceAccount.", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{exact(iam.ActionRead, iam.KindServiceAccount)},
+		PathParams:  nsParams("serviceAccountId"), Tx: TxRead,
+		Success: http.StatusOK, Response: serviceAccountSchema, Handler: (*Server).getServiceAccount,
+	},
+	{
+		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/service-accounts/{serviceAccountId}/credential", Action: ActionServiceAccountsUpdate, Tag: "service-accounts",
+		Summary: "Set the native credential: a Kubernetes Secret key in the Namespace's backing namespace.",
+		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Permissions: []Permission{exact(iam.ActionUpdate, iam.KindServiceAccount)},
+		PathParams:  nsParams("serviceAccountId"), Body: serviceAccountCredentialBody, Conflict: true, Tx: TxWrite,
+		Success: http.StatusOK, Response: serviceAccountSchema, Handler: (*Server).setServiceAccountCredential,
+	},
+	{
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/service-accounts/{serviceAccountId}", Action: ActionServiceAccountsDelete, Tag: "service-accounts",
+		Summary: "Delete a ServiceAccount nothing references (409 otherwise).", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionDelete, iam.KindServiceAccount)},
+		PathParams: nsParams("serviceAccountId"), Conflict: true, Tx: TxWrite,
+		Success: http.StatusNoContent, Handler: (*Server).deleteServiceAccount,
+	},
+
+	// Agents.
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents", Action: ActionAgentsList, Tag: "agents",
+		Summary: "Agents the caller may read.", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{pathNamespaceRead, eachItem(iam.KindAgent)},
+		PathParams:  nsParams(), Query: pageParams, Tx: TxRead, Paged: true,
+		Success: http.StatusOK, Response: listOf(agentSchema), Handler: (*Server).listAgents,
+	},
+	{
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents", Action: ActionAgentsCreate, Tag: "agents",
+		Summary:     "Create an Agent (active, stopped, no revision) with its own ServicePrincipal.",
+		Description: "The Namespace may be provisioning or ready. Plugins, credential sources, repositories, workspace files and Backends are not accepted yet.",
+		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindAgent),
+			referenced(iam.ActionRead, iam.KindConfiguration, "the Agent's Configuration"),
+			referenced(iam.ActionOperate, iam.KindSecret, "a Secret harnessAuth source"),
+			referenced(iam.ActionRead, iam.KindServiceAccount, "a ServiceAccount harnessAuth source")},
+		PathParams: nsParams(), Body: agentBodySchema, Conflict: true, Tx: TxWrite,
+		Success: http.StatusCreated, Response: agentSchema, Handler: (*Server).createAgent,
+	},
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}", Action: ActionAgentsRead, Tag: "agents",
+		Summary: "One Agent.", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{exact(iam.ActionRead, iam.KindAgent)},
+		PathParams:  nsParams("agentId"), Tx: TxRead,
+		Success: http.StatusOK, Response: agentSchema, Handler: (*Server).getAgent,
+	},
+	{
+		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/agents/{agentId}", Action: ActionAgentsUpdate, Tag: "agents",
+		Summary:     "Update the Agent's draft (configurationId required; omitted fields kept; harnessAuth null clears).",
+		Description: "A deleting Agent answers 409 AGENT_DELETING.",
+		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Permissions: []Permission{exact(iam.ActionUpdate, iam.KindAgent),
+			referenced(iam.ActionRead, iam.KindConfiguration, "the Agent's Configuration"),
+			referenced(iam.ActionOperate, iam.KindSecret, "a Secret harnessAuth source"),
+			referenced(iam.ActionRead, iam.KindServiceAccount, "old and new ServiceAccount harnessAuth sources")},
+		PathParams: nsParams("agentId"), Body: agentPatchSchema, Conflict: true, Tx: TxWrite,
+		Success: http.StatusOK, Response: agentSchema, Handler: (*Server).patchAgent,
+	},
+	{
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/agents/{agentId}", Action: ActionAgentsDelete, Tag: "agents",
+		Summary: "Delete an Agent (202 deleting, desired stopped; the worker tears it down).",
+		Description: "Repeat-safe. After a failed teardown the initiator's repeat requeues it; another caller takes it over " +
+			"only once the initiator lost agent:delete.",
+		Auth: auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Permissions: []Permission{exact(iam.ActionDelete, iam.KindAgent)},
+		PathParams:  nsParams("agentId"), Conflict: true, Tx: TxWrite,
+		Success: http.StatusAccepted, Response: agentSchema, Handler: (*Server).deleteAgent,
+	},
+	{
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/{agentId}/deploy", Action: ActionAgentsDeploy, Tag: "agents",
+		Summary: "Admit an immutable revision and queue its deployment (202).",
+		Description: "Needs a ready Namespace (409 NAMESPACE_NOT_READY), a live Agent (409 AGENT_DELETING), a Harness " +
+			"authentication (409) the selected Compute Driver supports (409 HARNESS_AUTH_UNSUPPORTED). The Agent's own " +
+			"ServicePrincipal needs secret:operate on every Secret the revision uses, like the caller.",
+		Auth: auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockUpdate,
+		Permissions: []Permission{exact(iam.ActionDeploy, iam.KindAgent),
+			referenced(iam.ActionRead, iam.KindConfiguration, "the Agent's Configuration"),
+			referenced(iam.ActionRead, iam.KindServiceAccount, "a ServiceAccount harnessAuth source"),
+			referenced(iam.ActionOperate, iam.KindSecret, "every Secret the revision uses, for the caller and for the Agent's ServicePrincipal")},
+		PathParams: nsParams("agentId"), Conflict: true, Tx: TxWrite,
+		Success: http.StatusAccepted, Response: revisionSchema, Handler: (*Server).deployAgent,
+	},
+	{
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/{agentId}/stop", Action: ActionAgentsStop, Tag: "agents",
+		Summary: "Stop the Agent (202, desired stopped; the worker stops its runtime).", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionOperate, iam.KindAgent)},
+		PathParams: nsParams("agentId"), Conflict: true, Tx: TxWrite,
+		Success: http.StatusAccepted, Response: agentSchema, Handler: (*Server).stopAgent,
+	},
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/revisions", Action: ActionAgentRevisionsList, Tag: "agents",
+		Summary: "The Agent's revisions the caller may read, by number.", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{exact(iam.ActionRead, iam.KindAgent), eachItem(iam.KindAgentRevision)},
+		PathParams:  nsParams("agentId"), Query: pageParams, Tx: TxRead, Paged: true,
+		Success: http.StatusOK, Response: listOf(revisionSchema), Handler: (*Server).listRevisions,
+	},
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/revisions/{revisionId}", Action: ActionAgentRevisionsRead, Tag: "agents",
+		Summary: "One immutable revision.", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{exact(iam.ActionRead, iam.KindAgentRevision)},
+		PathParams:  nsParams("agentId", "revisionId"), Tx: TxRead,
+		Success: http.StatusOK, Response: revisionSchema, Handler: (*Server).getRevision,
+	},
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}", Action: ActionAgentDeploymentsRead, Tag: "agents",
+		Summary: "The deployment status of a revision (deploymentId is the revision id).", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{exact(iam.ActionRead, iam.KindAgentRevision)},
+		PathParams:  nsParams("agentId", "deploymentId"), Tx: TxRead,
+		Success: http.StatusOK, Response: deploymentSchema, Handler: (*Server).getDeployment,
+	},
+}

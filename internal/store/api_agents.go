@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// AgentRow is an Agent: identity, lifecycle and the editable draft.
+type AgentRow struct {
+	ID                  string
+	NamespaceID         string
+	Name                string
+	ExecutionMode       string
+	ServicePrincipalID  string
+	Status              string
+	DesiredRuntimeState string
+	ActiveRevisionID    *string
+	ConfigurationID     string
+	BackendID           *string
+	HarnessAuth         json.RawMessage // a JSON object, or nil
+	CreatedAt           time.Time
+}
+
+const agentColumns = `a.id, a.namespace_id, a.name, a.execution_mode, a.service_principal_id, a.status,
+  a.desired_runtime_state, a.active_revision_id, a.configuration_id, a.backend_id, a.harness_auth, a.created_at`
+
+func scanAgent(r pgx.CollectableRow) (AgentRow, error) {
+	var a AgentRow
+	err := r.Scan(&a.ID, &a.NamespaceID, &a.Name, &a.ExecutionMode, &a.ServicePrincipalID, &a.Status,
+		&a.DesiredRuntimeState, &a.ActiveRevisionID, &a.ConfigurationID, &a.BackendID, &a.HarnessAuth, &a.CreatedAt)
+	return a, err
+}
+
+func oneAgent(rows pgx.Rows, err error) (AgentRow, error) {
+	if err != nil {
+		return AgentRow{}, err
+	}
+	a, err := pgx.CollectExactlyOneRow(rows, scanAgent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return AgentRow{}, ErrNotFound
+	}
+	return a, err
+}
+
+// InsertAgent writes the Agent's own ServicePrincipal and the Agent (active, stopped, no revision).
+// A duplicate name in the Namespace is a unique violation (23505).
+func InsertAgent(ctx context.Context, db DBTX, a AgentRow) (AgentRow, error) {
+	if _, err := db.Exec(ctx, `INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id)
+VALUES ($1, 'service_principal', $2, $3)`, a.ServicePrincipalID, a.NamespaceID, a.ID); err != nil {
+		return AgentRow{}, err
+	}
+	return oneAgent(db.Query(ctx, `INSERT INTO occ.agents AS a (id, namespace_id, name, execution_mode, service_principal_id,
+  configuration_id, backend_id, harness_auth) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+agentColumns,
+		a.ID, a.NamespaceID, a.Name, a.ExecutionMode, a.ServicePrincipalID, a.ConfigurationID, a.BackendID, nullableRaw(a.HarnessAuth)))
+}
+
+// GetAgent reads an Agent of the Namespace with an optional row lock (lock order: Namespace
+// before Agent); ErrNotFound when absent.
+func GetAgent(ctx context.Context, db DBTX, namespaceID, id string, lock RowLock) (AgentRow, error) {
+	return oneAgent(db.Query(ctx, `SELECT `+agentColumns+` FROM occ.agents a WHERE a.namespace_id = $1 AND a.id = $2`+lock.clause(),
+		namespaceID, id))
+}
+
+// ListAgents returns up to limit Agents of the Namespace ordered by creation, after the cursor.
+func ListAgents(ctx context.Context, db DBTX, namespaceID string, after *Cursor, limit int) ([]AgentRow, error) {
+	at, id := cursorArgs(after)
+	rows, err := db.Query(ctx, `SELECT `+agentColumns+` FROM occ.agents a
+ WHERE a.namespace_id = $1 AND ($2::timestamptz IS NULL OR (a.created_at, a.id) > ($2, $3))
+ ORDER BY a.created_at, a.id LIMIT $4`, namespaceID, at, id, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanAgent)
+}
+
+// UpdateAgentDraft replaces the editable draft (name, Configuration, Backend, Harness
+// authentication) and returns the Agent.
+func UpdateAgentDraft(ctx context.Context, db DBTX, a AgentRow) (AgentRow, error) {
+	return oneAgent(db.Query(ctx, `UPDATE occ.agents a SET name = $3, configuration_id = $4, backend_id = $5, harness_auth = $6,
+  updated_at = clock_timestamp() WHERE a.namespace_id = $1 AND a.id = $2 RETURNING `+agentColumns,
+		a.NamespaceID, a.ID, a.Name, a.ConfigurationID, a.BackendID, nullableRaw(a.HarnessAuth)))
+}
+
+// SetAgentDesiredState sets desired_runtime_state and returns the Agent.
+func SetAgentDesiredState(ctx context.Context, db DBTX, namespaceID, id, state string) (AgentRow, error) {
+	return oneAgent(db.Query(ctx, `UPDATE occ.agents a SET desired_runtime_state = $3, updated_at = clock_timestamp()
+ WHERE a.namespace_id = $1 AND a.id = $2 RETURNING `+agentColumns, namespaceID, id, state))
+}
+
+// MarkAgentDeleting moves an Agent to deleting with desired state stopped and returns it.
+func MarkAgentDeleting(ctx context.Context, db DBTX, namespaceID, id string) (AgentRow, error) {
+	return oneAgent(db.Query(ctx, `UPDATE occ.agents a SET status = 'deleting', desired_runtime_state = 'stopped',
+  updated_at = clock_timestamp() WHERE a.namespace_id = $1 AND a.id = $2 RETURNING `+agentColumns, namespaceID, id))
+}
+
+// RetryFailedAgentDeletion requeues a failed_permanent Agent teardown whose current actor is
+// initiatorID, replacing the actor with actorID (occ.retry_failed_agent_deletion).
+func RetryFailedAgentDeletion(ctx context.Context, db DBTX, namespaceID, agentID, initiatorID, actorID string) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `SELECT occ.retry_failed_agent_deletion($1, $2, $3, $4)`, namespaceID, agentID, initiatorID, actorID).Scan(&ok)
+	return ok, err
+}
