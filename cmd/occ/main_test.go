@@ -9,6 +9,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,14 +137,16 @@ type installation struct {
 	db        *pgtest.Database
 	owner     *pgxpool.Pool
 	defaultNS string
+	keyFile   string
 }
 
 // bootstrapped runs `occ bootstrap` (development) on a migrated clone.
 func bootstrapped(t *testing.T) installation {
 	t.Helper()
 	db := pgtest.New(t)
+	keyFile := filepath.Join(t.TempDir(), "key.json")
 	p := run(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": db.AppURL,
-		"OCC_BOOTSTRAP_SERVICE_KEY_FILE": filepath.Join(t.TempDir(), "key.json")}, "bootstrap")
+		"OCC_BOOTSTRAP_SERVICE_KEY_FILE": keyFile}, "bootstrap")
 	if p.exitCode() != 0 {
 		t.Fatalf("bootstrap: %s %s", p.stdout.String(), p.stderr.String())
 	}
@@ -149,7 +154,7 @@ func bootstrapped(t *testing.T) installation {
 	if len(ev) != 1 {
 		t.Fatalf("bootstrap output %s", p.stdout.String())
 	}
-	return installation{db: db, owner: db.Owner(t), defaultNS: ev[0]["namespaceId"].(string)}
+	return installation{db: db, owner: db.Owner(t), defaultNS: ev[0]["namespaceId"].(string), keyFile: keyFile}
 }
 
 func (i installation) scalar(t *testing.T, sql string, args ...any) string {
@@ -220,10 +225,10 @@ func TestSIGKILLedWorkerIsRecoveredByAnother(t *testing.T) {
 	t.Parallel()
 	inst := bootstrapped(t)
 	key := "namespace:" + inst.defaultNS + ":reconcile:ready"
-	// Each EnsureNamespace call takes 3 s, longer than the 1.5 s lease: the first worker is
-	// certainly inside the pass when it is killed.
-	cfg := simulatedConfig(t, "{callDelayMs: 3000}")
-	env := workerEnv(inst, cfg, map[string]string{"OCC_WORKER_LEASE_DURATION_MS": "1500"})
+	// Each EnsureNamespace call takes 6 s, longer than the 3 s lease: the first worker is certainly
+	// inside the pass when it is killed, and its lease must be recovered, not completed.
+	cfg := simulatedConfig(t, "{callDelayMs: 6000}")
+	env := workerEnv(inst, cfg, map[string]string{"OCC_WORKER_LEASE_DURATION_MS": "3000"})
 	first := start(t, env, "worker")
 	eventually(t, 20*time.Second, "first claim", func() bool {
 		return inst.scalar(t, `SELECT state FROM occ.controller_work WHERE idempotency_key = $1`, key) == "claimed"
@@ -235,11 +240,19 @@ func TestSIGKILLedWorkerIsRecoveredByAnother(t *testing.T) {
 	eventually(t, 30*time.Second, "recovery by the second worker", func() bool { return inst.status(t) == "ready" })
 	evidence := inst.scalar(t, `SELECT string_agg(details->>'reasonCode', ',' ORDER BY occurred_at) FROM occ.audit_events
 	  WHERE action = 'reconcile' AND details->>'workId' = $1`, key)
-	if evidence != "LEASE_EXPIRED,RECONCILE_SUCCEEDED" {
+	// The killed worker's claim is recovered (LEASE_EXPIRED) and the work completes exactly once.
+	if !strings.HasPrefix(evidence, "LEASE_EXPIRED,") || strings.Count(evidence, "RECONCILE_SUCCEEDED") != 1 ||
+		!strings.HasSuffix(evidence, "RECONCILE_SUCCEEDED") {
 		t.Fatalf("evidence %q", evidence)
 	}
-	if n := len(second.events(false, "worker.completed")); n != 1 {
-		t.Fatalf("%d completions by the second worker", n)
+	completed := 0
+	for _, ev := range second.events(false, "worker.completed") {
+		if ev["outcome"] == "success" {
+			completed++
+		}
+	}
+	if completed != 1 {
+		t.Fatalf("%d successful completions by the second worker", completed)
 	}
 }
 
@@ -362,5 +375,122 @@ func TestDevelopmentWorkerCreatesTheDockerNetwork(t *testing.T) {
 	_ = w.cmd.Process.Signal(syscall.SIGTERM)
 	if code := w.exitCode(); code != 0 {
 		t.Fatalf("exit %d", code)
+	}
+}
+
+// apiClient calls a running `occ api` with the bootstrap service key.
+type apiClient struct {
+	t    *testing.T
+	base string
+	key  string
+}
+
+func (c apiClient) call(method, path string, body any) (int, map[string]any) {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, c.base+path, rd)
+	req.Header.Set("x-api-key", c.key)
+	if body != nil {
+		req.Header.Set("content-type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func data(m map[string]any) map[string]any {
+	d, _ := m["data"].(map[string]any)
+	return d
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestDeployThroughTheAPIWithTwoWorkers: API and two worker processes, simulated Compute. A
+// deployment goes queued → running → succeeded and the Agent's active revision is the new one.
+func TestDeployThroughTheAPIWithTwoWorkers(t *testing.T) {
+	t.Parallel()
+	inst := bootstrapped(t)
+	// Preparing takes 400 ms per call and a revision is ready 1.5 s after its first prepare, so
+	// the deployment is observably queued, then running, before it succeeds.
+	cfg := simulatedConfig(t, "{callDelayMs: 400, revisionReadyAfterMs: 1500}")
+	for range 2 {
+		start(t, workerEnv(inst, cfg, map[string]string{"OCC_WORKER_LEASE_DURATION_MS": "5000"}), "worker")
+	}
+	eventually(t, 30*time.Second, "default namespace ready", func() bool { return inst.status(t) == "ready" })
+
+	port := freePort(t)
+	api := start(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": inst.db.AppURL, "OCC_CONFIG_PATH": cfg,
+		"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port)}, "api")
+	eventually(t, 30*time.Second, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
+	raw, err := os.ReadFile(inst.keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keyDoc struct {
+		Data struct{ Key string } `json:"data"`
+	}
+	_ = json.Unmarshal(raw, &keyDoc)
+	c := apiClient{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), key: keyDoc.Data.Key}
+
+	ns := "/namespaces/" + inst.defaultNS
+	st, cfgResp := c.call("POST", ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})
+	if st != 201 {
+		t.Fatalf("configuration: %d %v", st, cfgResp)
+	}
+	st, agentResp := c.call("POST", ns+"/agents", map[string]any{"name": "triage", "configurationId": data(cfgResp)["id"],
+		"harnessAuth": map[string]any{"method": "runtime"}})
+	if st != 201 {
+		t.Fatalf("agent: %d %v", st, agentResp)
+	}
+	agentPath := ns + "/agents/" + data(agentResp)["id"].(string)
+	st, revResp := c.call("POST", agentPath+"/deploy", nil)
+	if st != 202 {
+		t.Fatalf("deploy: %d %v", st, revResp)
+	}
+	revID := data(revResp)["id"].(string)
+
+	seen := map[string]bool{}
+	var order []string
+	eventually(t, 60*time.Second, "deployment succeeded", func() bool {
+		st, dep := c.call("GET", agentPath+"/deployments/"+revID, nil)
+		if st != 200 {
+			t.Fatalf("deployment status: %d %v", st, dep)
+		}
+		status := data(dep)["status"].(string)
+		if !seen[status] {
+			seen[status] = true
+			order = append(order, status)
+		}
+		if status == "failed" {
+			t.Fatalf("deployment failed: %v", dep)
+		}
+		return status == "succeeded"
+	})
+	if strings.Join(order, ",") != "queued,running,succeeded" && strings.Join(order, ",") != "running,succeeded" {
+		t.Fatalf("deployment went %v", order)
+	}
+	if !seen["running"] {
+		t.Fatalf("never observed running: %v", order)
+	}
+	_, agent := c.call("GET", agentPath, nil)
+	if data(agent)["activeRevisionId"] != revID {
+		t.Fatalf("active revision %v, want %s", data(agent)["activeRevisionId"], revID)
 	}
 }
