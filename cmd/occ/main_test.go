@@ -483,11 +483,10 @@ func TestDeployThroughTheAPIWithTwoWorkers(t *testing.T) {
 		}
 		return status == "succeeded"
 	})
-	if strings.Join(order, ",") != "queued,running,succeeded" && strings.Join(order, ",") != "running,succeeded" {
+	// A pending readiness wait requeues the work, so "queued" may come back after "running";
+	// what matters is that it was seen running and ended succeeded.
+	if !seen["running"] || order[len(order)-1] != "succeeded" || (order[0] != "queued" && order[0] != "running") {
 		t.Fatalf("deployment went %v", order)
-	}
-	if !seen["running"] {
-		t.Fatalf("never observed running: %v", order)
 	}
 	_, agent := c.call("GET", agentPath, nil)
 	if data(agent)["activeRevisionId"] != revID {
