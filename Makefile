@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build test vet fmt bench clean
+.PHONY: build test vet fmt bench clean image dev
 
 build: ## Build a static bin/occ
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/occ ./cmd/occ
@@ -18,6 +18,21 @@ test: vet ## Vet, then run every test (starts private PostgreSQL clusters; see d
 
 bench: ## Hot-path benchmarks (compare runs with benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/iam/
+
+IMAGE ?= occ:dev
+
+image: ## Build the container image $(IMAGE) with the local Docker Engine (nothing is pulled)
+	rm -rf bin/image bin/image-state
+	mkdir -p bin/image/etc/ssl/certs bin/image/tmp bin/image-state
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/image/occ ./cmd/occ
+	printf 'root:x:0:0:root:/:/sbin/nologin\nocc:x:65532:65532:occ:/tmp:/sbin/nologin\n' > bin/image/etc/passwd
+	printf 'root:x:0:\nocc:x:65532:\n' > bin/image/etc/group
+	if [ -f /etc/ssl/certs/ca-certificates.crt ]; then cp /etc/ssl/certs/ca-certificates.crt bin/image/etc/ssl/certs/; fi
+	chmod 1777 bin/image/tmp
+	docker build -t $(IMAGE) --label org.opencontainers.image.version=$(VERSION) .
+
+dev: build ## Run OCC locally: private PostgreSQL, migrate, bootstrap, API and worker (Ctrl-C stops)
+	bin/occ dev $(DEV_FLAGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -41,6 +41,16 @@ func NewRoot(env Env) *cobra.Command {
 	root.SetErr(env.Stderr)
 	root.AddCommand(newVersionCommand(env), newMigrateCommand(env), newBootstrapCommand(env), newWorkerCommand(env))
 	root.AddCommand(newAPICommand(env))
+	root.AddCommand(newDevCommand(env))
+	root.AddCommand(newInstallationCommand(env))
+	root.AddCommand(newNamespaceCommand(env))
+	root.AddCommand(newIAMCommand(env))
+	root.AddCommand(newServiceKeyCommand(env))
+	root.AddCommand(newConfigurationCommand(env))
+	root.AddCommand(newSecretCommand(env))
+	root.AddCommand(newServiceAccountCommand(env))
+	root.AddCommand(newAgentCommand(env))
+	root.AddCommand(newProbeCommand(env))
 	return root
 }
 
