@@ -553,6 +553,10 @@ CREATE INDEX controller_work_ready ON occ.controller_work (available_at, created
   WHERE state = 'queued';
 CREATE INDEX controller_work_expired ON occ.controller_work (lease_expires_at, idempotency_key)
   WHERE state = 'claimed';
+-- Stale recovery looks for queued rows at or above the attempt limit on every loop; without this
+-- index that is a scan of the whole backlog.
+CREATE INDEX controller_work_queued_attempts ON occ.controller_work (attempt_count)
+  WHERE state = 'queued';
 CREATE UNIQUE INDEX controller_work_one_claim_per_resource
   ON occ.controller_work ((COALESCE(agent_id, namespace_id))) WHERE state = 'claimed';
 CREATE INDEX controller_work_agent ON occ.controller_work (agent_id) WHERE agent_id IS NOT NULL;

@@ -81,7 +81,7 @@ func start(ctx context.Context) (*cluster, error) {
 	if u := os.Getenv("OCC_TEST_DATABASE_URL"); u != "" {
 		c.adminURL = u
 	} else {
-		adminURL, stop, err := startPrivateServer(ctx)
+		adminURL, stop, err := startPrivateServer(ctx, false)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +238,10 @@ func (d *Database) Owner(t testing.TB) *pgxpool.Pool { return Pool(t, d.OwnerURL
 
 // --- private server ----------------------------------------------------------------------------
 
-func startPrivateServer(ctx context.Context) (string, func(), error) {
+// startPrivateServer initdbs and starts a cluster in a new temporary directory. Tests run it with
+// fsync, synchronous_commit and full_page_writes off; durable keeps PostgreSQL's defaults
+// (benchmarks that must pay for commits).
+func startPrivateServer(ctx context.Context, durable bool) (string, func(), error) {
 	bin, err := findBinaries()
 	if err != nil {
 		return "", nil, err
@@ -254,8 +257,11 @@ func startPrivateServer(ctx context.Context) (string, func(), error) {
 		return "", nil, err
 	}
 	data := filepath.Join(dir, "data")
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
-		"-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	initArgs := []string{"-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C"}
+	if !durable {
+		initArgs = append(initArgs, "--no-sync")
+	}
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), initArgs...)
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	initdb.Dir = dir
 	if out, err := initdb.CombinedOutput(); err != nil {
@@ -270,7 +276,7 @@ func startPrivateServer(ctx context.Context) (string, func(), error) {
 			cleanupDir()
 			return "", nil, err
 		}
-		stop, err := runServer(ctx, bin, data, dir, port, cred)
+		stop, err := runServer(ctx, bin, data, dir, port, cred, durable)
 		if err != nil {
 			lastErr = err
 			continue
@@ -282,15 +288,17 @@ func startPrivateServer(ctx context.Context) (string, func(), error) {
 	return "", nil, fmt.Errorf("start postgres: %w", lastErr)
 }
 
-func runServer(ctx context.Context, bin, data, sockDir string, port int, cred *syscall.Credential) (func(), error) {
+func runServer(ctx context.Context, bin, data, sockDir string, port int, cred *syscall.Credential, durable bool) (func(), error) {
 	logFile, err := os.Create(filepath.Join(sockDir, fmt.Sprintf("postgres-%d.log", port)))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
-		"-k", sockDir, "-c", "listen_addresses=127.0.0.1",
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=128MB")
+	args := []string{"-D", data, "-p", strconv.Itoa(port), "-k", sockDir, "-c", "listen_addresses=127.0.0.1",
+		"-c", "max_connections=300", "-c", "shared_buffers=128MB"}
+	if !durable {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = sockDir
 	// Pdeathsig: if the test binary dies, the postmaster gets an immediate shutdown instead of
