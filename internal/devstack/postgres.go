@@ -1,10 +1,9 @@
 // Package devstack is the machinery of `occ dev`: a private PostgreSQL cluster kept in a per-user
 // state directory, child processes with prefixed output, and the Docker Engine probe.
 //
-// The PostgreSQL helpers deliberately duplicate a small part of internal/testkit/pgtest (finding the
-// server binaries, running as the `postgres` user when root, starting and waiting) instead of
-// sharing it: pgtest is a test harness with throw-away, non-durable clusters in temporary
-// directories, while this cluster is durable and lives as long as the developer's data.
+// FindBinaries and ServerUser are shared with the test harness (internal/testkit/pgtest); the rest
+// differs on purpose: this cluster is durable, password-protected and lives as long as the
+// developer's data, the test clusters are throw-away.
 package devstack
 
 import (

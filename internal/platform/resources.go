@@ -1,9 +1,7 @@
 package platform
 
 import (
-	"fmt"
 	"regexp"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -87,24 +85,4 @@ type Installation struct {
 type ResourceRef struct {
 	Kind string
 	ID   string
-}
-
-// NamespaceNotEmptyMessage lists what keeps a Namespace from being deleted, within the 256
-// characters of an error message: kinds and ids, never names.
-func NamespaceNotEmptyMessage(remaining []ResourceRef) string {
-	var b strings.Builder
-	b.WriteString("The Namespace is not empty; delete these first:")
-	for i, r := range remaining {
-		item := fmt.Sprintf(" %s %s", r.Kind, r.ID)
-		if i > 0 {
-			item = "," + item
-		}
-		if utf8.RuneCountInString(b.String())+utf8.RuneCountInString(item)+3 > 256 {
-			b.WriteString(", …")
-			return b.String()
-		}
-		b.WriteString(item)
-	}
-	b.WriteString(".")
-	return b.String()
 }

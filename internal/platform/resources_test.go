@@ -9,17 +9,17 @@ import (
 	"github.com/openclaw/occ/internal/iam"
 )
 
-func TestNamespaceNotEmptyMessage(t *testing.T) {
+func TestNamespaceRemainsMessage(t *testing.T) {
 	t.Parallel()
-	one := NamespaceNotEmptyMessage([]ResourceRef{{Kind: "secret", ID: "sec_1"}})
-	if one != "The Namespace is not empty; delete these first: secret sec_1." {
+	one := NamespaceRemainsMessage([]ResourceRef{{Kind: "secret", ID: "sec_1"}})
+	if !strings.HasPrefix(one, "The Namespace still holds ") || !strings.HasSuffix(one, " secret sec_1.") {
 		t.Fatalf("%q", one)
 	}
 	var many []ResourceRef
 	for i := 0; i < 40; i++ {
 		many = append(many, ResourceRef{Kind: "agent", ID: fmt.Sprintf("agt_%08d-0000-4000-8000-000000000000", i)})
 	}
-	msg := NamespaceNotEmptyMessage(many)
+	msg := NamespaceRemainsMessage(many)
 	if n := utf8.RuneCountInString(msg); n > 256 || !strings.HasSuffix(msg, ", …") {
 		t.Fatalf("%d %q", n, msg)
 	}

@@ -18,9 +18,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/openclaw/occ/internal/devstack"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -344,49 +343,24 @@ func runServer(ctx context.Context, bin, data, sockDir string, port int, cred *s
 	}
 }
 
-// serverCredential returns the identity to run PostgreSQL as: the current user, or the
-// `postgres` user when running as root (PostgreSQL refuses to run as root).
+// serverCredential returns the identity to run PostgreSQL as (devstack.ServerUser: the current
+// user, or `postgres` as root) and gives it the cluster directory.
 func serverCredential(dir string) (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("running as root needs a postgres user to run the server: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if err := os.Chown(dir, uid, gid); err != nil {
+	cred, err := devstack.ServerUser()
+	if err != nil || cred == nil {
 		return nil, err
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	return cred, os.Chown(dir, int(cred.Uid), int(cred.Gid))
 }
 
-// findBinaries locates initdb and postgres: on PATH, else the newest /usr/lib/postgresql/*/bin.
+// findBinaries locates initdb and postgres the way `occ dev` does.
 func findBinaries() (string, error) {
-	if p, err := exec.LookPath("initdb"); err == nil {
-		if resolved, err := filepath.EvalSymlinks(p); err == nil {
-			p = resolved
-		}
-		dir := filepath.Dir(p)
-		if _, err := os.Stat(filepath.Join(dir, "postgres")); err == nil {
-			return dir, nil
-		}
+	dir, err := devstack.FindBinaries()
+	if err != nil {
+		return "", errors.New("PostgreSQL server binaries (initdb, postgres) not found: install them " +
+			"(Debian: apt-get install postgresql) or set OCC_TEST_DATABASE_URL to a superuser URL")
 	}
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	sort.Slice(matches, func(i, j int) bool {
-		return versionOf(matches[i]) > versionOf(matches[j])
-	})
-	if len(matches) > 0 {
-		return filepath.Dir(matches[0]), nil
-	}
-	return "", errors.New("PostgreSQL server binaries (initdb, postgres) not found: install them " +
-		"(Debian: apt-get install postgresql) or set OCC_TEST_DATABASE_URL to a superuser URL")
-}
-
-func versionOf(path string) int {
-	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(path))))
-	return v
+	return dir, nil
 }
 
 func freePort() (int, error) {
