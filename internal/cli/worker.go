@@ -98,8 +98,9 @@ func runWorker(ctx context.Context, env Env) error {
 
 	q := queue.New(pool, queue.Options{MaxAttempts: cfg.MaxAttempts, LeaseDuration: cfg.LeaseDuration})
 	w, err := worker.New(worker.Config{
-		Pool: pool, Queue: q, Compute: compute, IAMDriverID: icfg.IAM.ID, InstallationID: installationID,
-		Concurrency: cfg.Concurrency, PollInterval: cfg.PollInterval, ConvergenceTimeout: cfg.ConvergenceTimeout,
+		Pool: pool, Queue: q, Compute: compute, IAMDriverID: icfg.IAM.ID, SecretDriverID: icfg.Secret.ID,
+		InstallationID: installationID,
+		Concurrency:    cfg.Concurrency, PollInterval: cfg.PollInterval, ConvergenceTimeout: cfg.ConvergenceTimeout,
 		DatabaseTimeout: cfg.DatabaseTimeout, Logger: log, Metrics: recorder,
 		ReadinessPath: cfg.ReadinessPath, LivenessPath: cfg.LivenessPath,
 		Notifications: worker.Listen(ctx, pool, log),

@@ -69,7 +69,7 @@ func (h *harness) startAgentWorker(o workerOptions, compute driver.Compute, rec 
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := worker.New(worker.Config{
 		Pool: pool, Queue: queue.New(pool, queue.Options{MaxAttempts: o.maxAttempts, LeaseDuration: o.lease, Jitter: func() float64 { return 0 }}),
-		Compute: compute, IAMDriverID: bootstrap.IAMDriverID, InstallationID: h.installation,
+		Compute: compute, IAMDriverID: bootstrap.IAMDriverID, SecretDriverID: o.secretDriverID, InstallationID: h.installation,
 		Concurrency: 4, PollInterval: 20 * time.Millisecond, ConvergenceTimeout: o.convergence,
 		DatabaseTimeout: 5 * time.Second, Logger: obs.NewLogger(logs, "occ-worker", slog.LevelDebug), Metrics: rec,
 		Notifications: worker.Listen(ctx, pool, obs.NewLogger(logs, "occ-worker", slog.LevelDebug)),

@@ -492,6 +492,9 @@ func (p *deployPass) resolveContext() (revisionResult, bool) {
 	if len(spec.SecretBindings) > 0 && spec.SecretDriverID == "" {
 		return p.permanent(codeSecretDriverMismatch), true
 	}
+	if len(spec.SecretRefs()) > 0 && p.w.cfg.SecretDriverID != "" && spec.SecretDriverID != p.w.cfg.SecretDriverID {
+		return p.permanent(codeSecretDriverMismatch), true
+	}
 	names := make([]string, 0, len(spec.SecretBindings))
 	for name := range spec.SecretBindings {
 		names = append(names, name)

@@ -576,3 +576,26 @@ func TestBeforeCommitDriverIsActivatedBeforeThePointerIsPublished(t *testing.T) 
 		t.Fatalf("active %q routed %q", f.active(), sim.RoutedRevision(f.id))
 	}
 }
+
+func TestRevisionAdmittedForAnotherSecretDriverIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ns := h.readyNamespace()
+	f := h.newAgent(ns)
+	apiKey := "sec_c3333333-3333-4333-8333-333333333333"
+	h.exec(`INSERT INTO occ.secrets (id, namespace_id, name, driver_id, backend_namespace_name, backend_name, backend_key, backend_uid)
+	   VALUES ($1, $2, 'openai', 'secret-filesystem', 'occ-tenant', 'openai', 'value', 'uid-1')`, apiKey, ns)
+	h.grant(ns, f.spn, "secret", "", "operate")
+	spec := f.spec()
+	spec.HarnessAuth = platform.HarnessAuth{Method: platform.HarnessAuthAPIKey, Source: &platform.Ref{Kind: platform.RefKindSecret, NamespaceID: ns, ID: apiKey}}
+	spec.SecretDriverID = "secret-filesystem"
+	// This worker selected another Secret Driver: it cannot vouch for the admitted references.
+	w := h.startAgentWorker(workerOptions{secretDriverID: "secret-kubernetes"}, nil, nil)
+	rev := f.deploy(h.admin, spec)
+	if st, code := h.waitWork(platform.RevisionWorkKey(rev)); st != queue.StateFailedPermanent || code != "SECRET_DRIVER_MISMATCH" {
+		t.Fatalf("%s %s", st, code)
+	}
+	if w.sim.Calls(simulated.OpPrepareRevision, rev) != 0 {
+		t.Fatal("Compute was called for a revision of another Secret Driver")
+	}
+}

@@ -33,10 +33,13 @@ type Recorder interface {
 
 // Config is what a Worker needs; the cli builds it from settings and the startup YAML.
 type Config struct {
-	Pool               *pgxpool.Pool
-	Queue              *queue.Queue
-	Compute            driver.Compute
-	IAMDriverID        string
+	Pool        *pgxpool.Pool
+	Queue       *queue.Queue
+	Compute     driver.Compute
+	IAMDriverID string
+	// SecretDriverID is the worker's selected Secret Driver; a revision admitted with another one
+	// consumes Secrets this worker cannot vouch for (SECRET_DRIVER_MISMATCH). Empty skips the check.
+	SecretDriverID     string
 	InstallationID     string
 	Concurrency        int
 	PollInterval       time.Duration

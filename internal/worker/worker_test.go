@@ -91,6 +91,8 @@ type workerOptions struct {
 	maxAttempts int
 	convergence time.Duration
 	sim         *simulated.Driver
+	// secretDriverID is the worker's selected Secret Driver (agent tests).
+	secretDriverID string
 }
 
 type runningWorker struct {
