@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -13,13 +12,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/openclaw/occ/internal/bootstrap"
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/simulated"
-	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
-	"github.com/openclaw/occ/internal/testkit/pgtest"
 	"github.com/openclaw/occ/internal/worker"
 )
 
@@ -49,49 +45,8 @@ func (r *recorder) ops() []string {
 // may wrap the simulated driver.
 func (h *harness) startAgentWorker(o workerOptions, compute driver.Compute, rec worker.Recorder) *runningWorker {
 	h.t.Helper()
-	if o.lease == 0 {
-		o.lease = 3 * time.Second
-	}
-	if o.maxAttempts == 0 {
-		o.maxAttempts = 5
-	}
-	if o.convergence == 0 {
-		o.convergence = 15 * time.Minute
-	}
-	if o.sim == nil {
-		o.sim = simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
-	}
-	if compute == nil {
-		compute = o.sim
-	}
-	pool := pgtest.Pool(h.t, h.db.AppURL)
-	logs := &logBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := worker.New(worker.Config{
-		Pool: pool, Queue: queue.New(pool, queue.Options{MaxAttempts: o.maxAttempts, LeaseDuration: o.lease, Jitter: func() float64 { return 0 }}),
-		Compute: compute, IAMDriverID: bootstrap.IAMDriverID, SecretDriverID: o.secretDriverID, InstallationID: h.installation,
-		Concurrency: 4, PollInterval: 20 * time.Millisecond, ConvergenceTimeout: o.convergence,
-		DatabaseTimeout: 5 * time.Second, Logger: obs.NewLogger(logs, "occ-worker", slog.LevelDebug), Metrics: rec,
-		Notifications: worker.Listen(ctx, pool, obs.NewLogger(logs, "occ-worker", slog.LevelDebug)),
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				h.t.Error("worker did not stop")
-			}
-		})
-	}
-	h.t.Cleanup(stop)
-	return &runningWorker{sim: o.sim, logs: logs, stop: stop}
+	o.compute, o.metrics = compute, rec
+	return h.start(o)
 }
 
 func (h *harness) exec(sql string, args ...any) {

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openclaw/occ/internal/bootstrap"
+	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/simulated"
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/queue"
@@ -93,6 +94,9 @@ type workerOptions struct {
 	sim         *simulated.Driver
 	// secretDriverID is the worker's selected Secret Driver (agent tests).
 	secretDriverID string
+	// compute replaces the simulated driver (a wrapper around it); metrics records passes.
+	compute driver.Compute
+	metrics worker.Recorder
 }
 
 type runningWorker struct {
@@ -121,14 +125,17 @@ func (h *harness) start(o workerOptions) *runningWorker {
 	if o.sim == nil {
 		o.sim = simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
 	}
+	if o.compute == nil {
+		o.compute = o.sim
+	}
 	pool := pgtest.Pool(h.t, o.url)
 	logs := &logBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := worker.New(worker.Config{
 		Pool: pool, Queue: queue.New(pool, queue.Options{MaxAttempts: o.maxAttempts, LeaseDuration: o.lease, Jitter: func() float64 { return 0 }}),
-		Compute: o.sim, IAMDriverID: bootstrap.IAMDriverID, InstallationID: h.installation,
+		Compute: o.compute, IAMDriverID: bootstrap.IAMDriverID, SecretDriverID: o.secretDriverID, InstallationID: h.installation,
 		Concurrency: o.concurrency, PollInterval: 20 * time.Millisecond, ConvergenceTimeout: o.convergence,
-		DatabaseTimeout: 5 * time.Second, Logger: obs.NewLogger(logs, "occ-worker", slog.LevelDebug),
+		DatabaseTimeout: 5 * time.Second, Logger: obs.NewLogger(logs, "occ-worker", slog.LevelDebug), Metrics: o.metrics,
 		Notifications: worker.Listen(ctx, pool, obs.NewLogger(logs, "occ-worker", slog.LevelDebug)),
 	})
 	if err != nil {
