@@ -192,7 +192,13 @@ func isDecimal(v string) bool {
 
 // positiveSafeInt applies the upstream rule: ^\d+$, at most 2^53-1, at least 1. Unset takes def.
 func (r *reader) positiveSafeInt(name string, def int64) int64 {
-	message := name + " must be a positive safe integer."
+	return int64(r.decimalInRange(name, name+" must be a positive safe integer.", uint64(def), 1, maxSafeInteger))
+}
+
+// decimalInRange reads a decimal integer in [lo, hi] with the rules every integer variable shares:
+// unset takes def; blank is REQUIRED; anything but digits is INVALID_FORMAT; out of range is
+// INVALID_VALUE. message is reported for all three.
+func (r *reader) decimalInRange(name, message string, def, lo, hi uint64) uint64 {
 	v, ok := r.get(name)
 	if r.failed() {
 		return 0
@@ -209,11 +215,11 @@ func (r *reader) positiveSafeInt(name string, def int64) int64 {
 		return 0
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || n == 0 || n > maxSafeInteger {
+	if err != nil || n < lo || n > hi {
 		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
 		return 0
 	}
-	return int64(n)
+	return n
 }
 
 // positiveInt is positiveSafeInt narrowed to int.
@@ -240,27 +246,7 @@ func (r *reader) millis(name string, def int64) time.Duration {
 // boundedInt reads a decimal integer in [lo, hi]; unset takes def.
 func (r *reader) boundedInt(name string, def, lo, hi int) int {
 	message := name + " must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi) + "."
-	v, ok := r.get(name)
-	if r.failed() {
-		return 0
-	}
-	if !ok {
-		return def
-	}
-	if isBlank(v) {
-		r.fail(name, CodeConfigEnvInvalid, DetailRequired, message)
-		return 0
-	}
-	if !isDecimal(v) {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
-		return 0
-	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || n < uint64(lo) || n > uint64(hi) {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
-		return 0
-	}
-	return int(n)
+	return int(r.decimalInRange(name, message, uint64(def), uint64(lo), uint64(hi)))
 }
 
 // port parses a decimal port 1..65535 from a value already known to be present and non-blank.
