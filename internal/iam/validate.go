@@ -76,6 +76,26 @@ func (v *validator) optionalID(what, id, field string, value *string) {
 	}
 }
 
+// unique indexes list by id, reporting empty and duplicate ids; it returns the index and the
+// entries with a usable id, in order, for the kind-specific checks.
+func unique[T any](v *validator, what string, list []T, id func(*T) string) (map[string]*T, []*T) {
+	byID := make(map[string]*T, len(list))
+	valid := make([]*T, 0, len(list))
+	for i := range list {
+		e := &list[i]
+		switch key := id(e); {
+		case key == "":
+			v.addf("%s #%d: id must be non-empty", what, i)
+		case byID[key] != nil:
+			v.addf("%s %q: duplicate id", what, key)
+		default:
+			byID[key] = e
+			valid = append(valid, e)
+		}
+	}
+	return byID, valid
+}
+
 func (v *validator) check(s PolicySlice) {
 	if !s.PolicyNonEmpty {
 		v.addf("persisted policy must hold at least one identity, one role and one binding")
@@ -89,21 +109,11 @@ func (v *validator) check(s PolicySlice) {
 }
 
 func (v *validator) identities(list []Identity) map[string]*Identity {
-	byID := make(map[string]*Identity, len(list))
+	byID, valid := unique(v, "identity", list, func(i *Identity) string { return i.ID })
 	type issuerSubject struct{ issuer, subject string }
 	principals := make(map[issuerSubject]string)
 	agents := make(map[string]string)
-	for i := range list {
-		ident := &list[i]
-		if ident.ID == "" {
-			v.addf("identity #%d: id must be non-empty", i)
-			continue
-		}
-		if _, dup := byID[ident.ID]; dup {
-			v.addf("identity %q: duplicate id", ident.ID)
-			continue
-		}
-		byID[ident.ID] = ident
+	for _, ident := range valid {
 		v.optionalID("identity", ident.ID, "namespaceId", ident.NamespaceID)
 		v.optionalID("identity", ident.ID, "agentId", ident.AgentID)
 		switch ident.Kind {
@@ -143,18 +153,8 @@ func (v *validator) identities(list []Identity) map[string]*Identity {
 }
 
 func (v *validator) groups(list []Group) map[string]*Group {
-	byID := make(map[string]*Group, len(list))
-	for i := range list {
-		g := &list[i]
-		if g.ID == "" {
-			v.addf("group #%d: id must be non-empty", i)
-			continue
-		}
-		if _, dup := byID[g.ID]; dup {
-			v.addf("group %q: duplicate id", g.ID)
-			continue
-		}
-		byID[g.ID] = g
+	byID, valid := unique(v, "group", list, func(g *Group) string { return g.ID })
+	for _, g := range valid {
 		v.optionalID("group", g.ID, "namespaceId", g.NamespaceID)
 	}
 	return byID
@@ -183,18 +183,8 @@ func (v *validator) memberships(list []GroupMembership, identities map[string]*I
 }
 
 func (v *validator) roles(list []Role) map[string]*Role {
-	byID := make(map[string]*Role, len(list))
-	for i := range list {
-		r := &list[i]
-		if r.ID == "" {
-			v.addf("role #%d: id must be non-empty", i)
-			continue
-		}
-		if _, dup := byID[r.ID]; dup {
-			v.addf("role %q: duplicate id", r.ID)
-			continue
-		}
-		byID[r.ID] = r
+	byID, valid := unique(v, "role", list, func(r *Role) string { return r.ID })
+	for _, r := range valid {
 		v.optionalID("role", r.ID, "namespaceId", r.NamespaceID)
 		if n := len(r.Permissions); n < 1 || n > MaxRolePermissions {
 			v.addf("role %q: must hold 1..%d permissions, holds %d", r.ID, MaxRolePermissions, n)
@@ -214,18 +204,8 @@ func (v *validator) roles(list []Role) map[string]*Role {
 }
 
 func (v *validator) bindings(list []AccessBinding, identities map[string]*Identity, groups map[string]*Group, roles map[string]*Role) {
-	seen := make(map[string]struct{}, len(list))
-	for i := range list {
-		b := &list[i]
-		if b.ID == "" {
-			v.addf("binding #%d: id must be non-empty", i)
-			continue
-		}
-		if _, dup := seen[b.ID]; dup {
-			v.addf("binding %q: duplicate id", b.ID)
-			continue
-		}
-		seen[b.ID] = struct{}{}
+	_, valid := unique(v, "binding", list, func(b *AccessBinding) string { return b.ID })
+	for _, b := range valid {
 		v.optionalID("binding", b.ID, "namespaceId", b.NamespaceID)
 		v.optionalID("binding", b.ID, "resourceId", b.ResourceID)
 		if b.RoleID == "" {
@@ -271,18 +251,8 @@ func (v *validator) bindings(list []AccessBinding, identities map[string]*Identi
 }
 
 func (v *validator) restrictions(list []Restriction) {
-	seen := make(map[string]struct{}, len(list))
-	for i := range list {
-		r := &list[i]
-		if r.ID == "" {
-			v.addf("restriction #%d: id must be non-empty", i)
-			continue
-		}
-		if _, dup := seen[r.ID]; dup {
-			v.addf("restriction %q: duplicate id", r.ID)
-			continue
-		}
-		seen[r.ID] = struct{}{}
+	_, valid := unique(v, "restriction", list, func(r *Restriction) string { return r.ID })
+	for _, r := range valid {
 		v.optionalID("restriction", r.ID, "namespaceId", r.NamespaceID)
 		v.optionalID("restriction", r.ID, "resourceId", r.ResourceID)
 		if r.Effect != EffectDeny {
