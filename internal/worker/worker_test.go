@@ -525,6 +525,8 @@ func TestRetryableFailuresExhaustIntoFailed(t *testing.T) {
 	if calls := sim.Calls(simulated.OpEnsureNamespace, h.defaultNS); calls != 3 {
 		t.Fatalf("%d calls for 3 attempts", calls)
 	}
+	// worker.completed is logged after the finalization commits: wait for the third line.
+	eventually(t, 10*time.Second, "three worker.completed lines", func() bool { return len(w.logs.events("worker.completed")) >= 3 })
 	var outcomes []string
 	for _, ev := range w.logs.events("worker.completed") {
 		outcomes = append(outcomes, fmt.Sprint(ev["outcome"]))
