@@ -214,7 +214,9 @@ type Compute interface {
 	// readiness. Ready false is pending.
 	PrepareRevision(ctx context.Context, rev Revision, rc RevisionContext) (RevisionReadiness, error)
 	// StopRevision removes inbound routing and stops execution; it keeps snapshots, runtime
-	// credentials and workspace data. Idempotent; a revision never started is a no-op.
+	// credentials and workspace data. Idempotent; a revision never started is a no-op. When ctx
+	// allows it (StopYieldAllowed), a stop still waiting for workloads to terminate may return
+	// *StopYieldedError instead of waiting; the caller repeats it later.
 	StopRevision(ctx context.Context, rev Revision) error
 	// RetireRevision revokes workload access and stops the workload, without removing a gateway
 	// that a replacement revision owns. Idempotent; a revision never started is a no-op.
@@ -262,6 +264,33 @@ type RuntimeCredentialDeleter interface {
 // stops every earlier revision before preparing rev (Kubernetes: dedicated revisions).
 type ExclusiveReplacement interface {
 	RequiresStoppedPredecessors(rev Revision) bool
+}
+
+// stopYieldKey carries the yield hook of a yielding stop (WithStopYield).
+type stopYieldKey struct{}
+
+type stopYield struct {
+	should func(context.Context) bool
+}
+
+// WithStopYield marks ctx for a yielding StopRevision: the driver may end its termination wait
+// early with *StopYieldedError. should reports whether other work is waiting (nil: never); drivers
+// consult it through StopShouldYield. Without this mark a stop waits the termination out.
+func WithStopYield(ctx context.Context, should func(context.Context) bool) context.Context {
+	return context.WithValue(ctx, stopYieldKey{}, stopYield{should: should})
+}
+
+// StopYieldAllowed reports whether the caller of StopRevision accepts a *StopYieldedError.
+func StopYieldAllowed(ctx context.Context) bool {
+	_, ok := ctx.Value(stopYieldKey{}).(stopYield)
+	return ok
+}
+
+// StopShouldYield reports whether a yielding stop should end its termination wait now: yields are
+// allowed and the caller says other work is waiting.
+func StopShouldYield(ctx context.Context) bool {
+	y, ok := ctx.Value(stopYieldKey{}).(stopYield)
+	return ok && y.should != nil && y.should(ctx)
 }
 
 // Maintainer asks the worker to re-run prepare and activate for the active revision every

@@ -22,6 +22,9 @@ const (
 	CodeDriverUnavailableInProduction = "DRIVER_UNAVAILABLE_IN_PRODUCTION"
 	// CodeDriverImplementationUnknown refuses an implementation name that is not compiled in.
 	CodeDriverImplementationUnknown = "DRIVER_IMPLEMENTATION_UNKNOWN"
+	// CodeComputeStopYielded is the code of StopYieldedError: a stop that ended its termination
+	// wait early, leaving workloads still terminating.
+	CodeComputeStopYielded = "COMPUTE_STOP_YIELDED"
 )
 
 // Dependencies named by TransientDependencyError.Dependency.
@@ -76,6 +79,32 @@ func (e *TransientDependencyError) sentence() string {
 
 // ErrorCode returns Code.
 func (e *TransientDependencyError) ErrorCode() string { return e.Code }
+
+// StopYieldedError (upstream ComputeStopYieldedError) is returned by StopRevision when the stop is
+// in progress but not finished, for example Pods that are still terminating: routing is withdrawn
+// and termination was requested, but the driver ended its wait early. A driver returns it only when
+// the caller allows it (StopYieldAllowed), preferably when StopShouldYield says other work waits.
+// It is not a failure: the caller repeats the (idempotent) stop later. Reason is an optional fixed
+// sentence.
+type StopYieldedError struct {
+	Reason string
+}
+
+func (e *StopYieldedError) Error() string {
+	if e.Reason == "" {
+		return codeAndReason(CodeComputeStopYielded, "the stop yielded while workloads terminate")
+	}
+	return codeAndReason(CodeComputeStopYielded, e.Reason)
+}
+
+// ErrorCode returns COMPUTE_STOP_YIELDED.
+func (e *StopYieldedError) ErrorCode() string { return CodeComputeStopYielded }
+
+// IsStopYielded reports whether err is (or wraps) a *StopYieldedError.
+func IsStopYielded(err error) bool {
+	var y *StopYieldedError
+	return errors.As(err, &y)
+}
 
 // PermanentError is a failure that repeating cannot fix: configuration, ownership, an HTTP
 // 400/401/403/409/422 answer. Reason is a fixed, safe sentence.
@@ -226,8 +255,11 @@ func ErrorClass(err error) string {
 		config      *ConfigurationError
 		unavailable *ImplementationUnavailableError
 		invalid     *InvalidObservationError
+		yielded     *StopYieldedError
 	)
 	switch {
+	case errors.As(err, &yielded):
+		return "StopYieldedError"
 	case errors.As(err, &transient):
 		return "TransientDependencyError"
 	case errors.As(err, &permanent):

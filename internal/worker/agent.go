@@ -169,6 +169,7 @@ type stopDecision struct {
 	result
 	principal string // the Agent's service principal as read
 	stopped   string // the active revision the pass stopped: the compare-and-clear target
+	yielded   bool   // a stop yielded while the runtime terminates: AGENT_STOP_YIELDED
 }
 
 // agentStopPass stops every runtime of the Agent admitted before the stop, then clears the active
@@ -182,7 +183,9 @@ func (w *Worker) agentStopPass(a *activeClaim) (result, passReport, error) {
 	if err == nil && d.outcome == outcomeSuccess && d.code != codeStopSuperseded {
 		w.observeOperation(operationStop, a.claim.Work)
 	}
-	return d.result, w.exhaustedReport(a, d.result), err
+	rep := w.exhaustedReport(a, d.result)
+	rep.yielded = d.yielded
+	return d.result, rep, err
 }
 
 // exhaustedReport logs an exhausted retry of Agent work as outcome permanent, while its result
@@ -295,8 +298,14 @@ func (w *Worker) decideStop(a *activeClaim) (stopDecision, error) {
 			d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded}
 			return d, nil
 		}
-		rev := r.driverRevision()
-		if err := w.effect(a, func(ctx context.Context) error { return w.cfg.Compute.StopRevision(ctx, rev) }); err != nil {
+		if err := w.stopRevision(a, r.driverRevision(), true); err != nil {
+			if driver.IsStopYielded(err) {
+				// The runtime is still terminating: wait, without spending the attempt, and run again
+				// after the other work. The stops done so far are repeated (they are idempotent).
+				d.result = result{outcome: outcomePending, code: codeAgentStopYielded, cause: driver.ErrorClass(err)}
+				d.yielded = true
+				return d, nil
+			}
 			return d, claimLostOr(err, &d.result)
 		}
 	}
@@ -355,6 +364,13 @@ func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *s
 	}
 	var err error
 	switch {
+	case d.outcome == outcomePending:
+		now, nowErr := store.DatabaseNow(ctx, tx)
+		if nowErr != nil {
+			return nowErr
+		}
+		delay := readinessRecheck(now.Sub(work.CreatedAt))
+		_, err = w.q.Defer(ctx, tx, a.claim, d.code, queue.DeferOptions{Delay: &delay})
 	case d.outcome == outcomeSuccess:
 		_, err = w.q.Complete(ctx, tx, a.claim, d.code, nil)
 	case d.outcome == outcomePermanent:

@@ -61,6 +61,9 @@ var heldRuntimeFailures = map[string]string{
 type passReport struct {
 	outcome string
 	attrs   []any
+	// yielded: the pass ended pending because a stop yielded (its line is rate-limited);
+	// predecessor: that stop was a predecessor's.
+	yielded, predecessor bool
 }
 
 // ---- deploy timing (worker.completed fields of deploy passes; this process only) ----
@@ -146,6 +149,18 @@ type revisionResult struct {
 	superseded bool    // a newer revision is active
 	activeID   *string // the active revision that superseded the candidate
 
+	// stops (worker-lifecycle §3.7.4)
+	refused         *string       // pending REFUSED_CANDIDATE_STOP_PENDING: the refusal kept for the stop
+	stopYielded     bool          // the refused candidate's stop yielded
+	stopDuration    time.Duration // how long the failed refused-candidate stop took
+	recheck         time.Duration // the refused-candidate stop recheck
+	refusedStopped  bool          // the refused candidate's stop already ran in this pass
+	yielded         bool          // the pass ends pending because a stop yielded
+	predecessor     bool          // that stop was a predecessor's
+	noDeadline      bool          // an Agent stop wait: the convergence deadline does not apply
+	held, expired   bool          // a held runtime failure, the convergence deadline
+	predecessorStop string        // the cause of a predecessor stop that still fails (log only)
+
 	// set by the finalization transaction
 	published       bool // the pointer now names the candidate; the work is not complete yet
 	stopAfterCommit bool // the Agent was stopped between readiness and publication
@@ -162,11 +177,18 @@ type deployPass struct {
 	revisions []agentRevision
 	candidate agentRevision
 	rc        driver.RevisionContext
+
+	loaded        bool               // the Namespace, Agent and candidate were read
+	exclusive     bool               // Compute requires stopped predecessors for the candidate
+	prepared      bool               // this pass called PrepareRevision for the candidate
+	latest        *store.WorkAttempt // the work's latest evidence
+	storedRefusal *string            // the refusal wait the evidence stores
+	refusal       *string            // that wait after re-decision (nil once lifted)
 }
 
 // revisionPass is the deploy pass of `agent_revision:<rev>:reconcile` (worker-lifecycle §3.7,
-// without repository, credential-source, plugin-provisioning, sandbox and exclusive-replacement
-// branches).
+// with exclusive replacement and refused-candidate stops, without repository, credential-source,
+// plugin-provisioning and sandbox branches).
 func (w *Worker) revisionPass(a *activeClaim) (result, passReport, error) {
 	p := &deployPass{w: w, a: a, work: a.claim.Work, timing: timings.get(w, a.claim.Work.Key)}
 	timings.update(func() { p.timing.passes++ })
@@ -174,9 +196,15 @@ func (w *Worker) revisionPass(a *activeClaim) (result, passReport, error) {
 	if err == nil {
 		err = p.finish(&r)
 	}
-	rep := passReport{attrs: p.timing.attrs(p.work)}
+	rep := passReport{attrs: p.timing.attrs(p.work), yielded: r.yielded, predecessor: r.predecessor}
 	if r.status != 0 {
 		rep.attrs = append(rep.attrs, "status", r.status)
+	}
+	if r.refused != nil {
+		rep.attrs = append(rep.attrs, "refusal", *r.refused)
+	}
+	if r.predecessorStop != "" {
+		rep.attrs = append(rep.attrs, "predecessorStop", r.predecessorStop)
 	}
 	return r.result, rep, err
 }
@@ -191,11 +219,20 @@ func (p *deployPass) failure(err error) (revisionResult, error) {
 		return revisionResult{}, errClaimLost
 	}
 	var (
-		transient *driver.TransientDependencyError
-		failed    *driver.ActivationFailedError
-		invalid   *driver.InvalidObservationError
+		transient   *driver.TransientDependencyError
+		failed      *driver.ActivationFailedError
+		invalid     *driver.InvalidObservationError
+		predecessor *predecessorStopError
 	)
 	switch {
+	case driver.IsStopYielded(err) && errors.As(err, &predecessor):
+		// An earlier revision is still terminating: wait on the readiness cadence, within the deadline.
+		return revisionResult{result: result{outcome: outcomePending, code: codePredecessorStopYielded, cause: driver.ErrorClass(err)},
+			readiness: true, yielded: true, predecessor: true}, nil
+	case driver.IsStopYielded(err):
+		// The stopped Agent's runtime is still terminating: run again after the other work.
+		return revisionResult{result: result{outcome: outcomePending, code: codeAgentStopYielded, cause: driver.ErrorClass(err)},
+			readiness: true, yielded: true, noDeadline: true}, nil
 	case errors.As(err, &transient):
 		cause := transient.Reason
 		if cause == "" {
@@ -228,7 +265,7 @@ func (p *deployPass) activeFailure(err error) (revisionResult, error) {
 		pending   *driver.ActivationPendingError
 	)
 	switch {
-	case errors.As(err, &failed), errors.As(err, &invalid):
+	case errors.As(err, &failed), errors.As(err, &invalid), driver.IsStopYielded(err):
 		return p.failure(err)
 	case errors.As(err, &transient):
 		return p.failure(err)
@@ -244,6 +281,10 @@ func (p *deployPass) decide() (revisionResult, error) {
 	if work.AgentID == nil || work.RevisionID == nil || work.AgentTarget != nil || work.NamespaceTarget != nil {
 		return p.permanent(codeInvalidTarget), nil
 	}
+	// The stored refusal wait is read first: a failing read below must not turn it into a retry.
+	if err := p.readRefusalWait(); err != nil {
+		return revisionResult{}, err
+	}
 	ns, err := store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
 	var agent store.WorkerAgent
 	if err == nil {
@@ -256,6 +297,8 @@ func (p *deployPass) decide() (revisionResult, error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return p.permanent(codeInvalidRevisionOwner), nil
+	case err != nil && p.refusal != nil:
+		return refusedWait(*p.refusal, err), nil
 	case err != nil:
 		return p.failure(err)
 	}
@@ -282,6 +325,11 @@ func (p *deployPass) decide() (revisionResult, error) {
 		return p.permanent(codeInvalidRevisionOwner), nil
 	}
 	p.candidate = *candidate
+	p.loaded = true
+	p.exclusive = w.exclusiveFor(*candidate)
+	if agent.ActiveRevisionID != nil && *agent.ActiveRevisionID == candidate.row.ID {
+		p.storedRefusal, p.refusal = nil, nil // the active revision is not a refused candidate
+	}
 	spec := candidate.spec
 	pinned, known := platform.PinnedHarnesses[spec.Harness.Mode]
 	switch {
@@ -300,6 +348,9 @@ func (p *deployPass) decide() (revisionResult, error) {
 	if r, done, err := p.authorize(); err != nil || done {
 		return r, err
 	}
+	if err := p.redecideRefusal(); err != nil {
+		return p.failure(err)
+	}
 
 	candidateRev := candidate.driverRevision()
 	alreadyActive := agent.ActiveRevisionID != nil && *agent.ActiveRevisionID == candidate.row.ID
@@ -308,7 +359,7 @@ func (p *deployPass) decide() (revisionResult, error) {
 		if err := w.bindAgent(a, ns, agent); err != nil {
 			return p.failure(err)
 		}
-		if err := w.effect(a, func(ctx context.Context) error { return w.cfg.Compute.StopRevision(ctx, candidateRev) }); err != nil {
+		if err := w.stopRevision(a, candidateRev, true); err != nil {
 			return p.failure(err)
 		}
 		if agent.ActiveRevisionID == nil || alreadyActive {
@@ -317,6 +368,35 @@ func (p *deployPass) decide() (revisionResult, error) {
 			}
 		}
 		return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionStopped}}, nil
+	}
+
+	// Exclusive supersession: a later exclusive revision exists; nothing is prepared. A refused
+	// candidate whose stop is still pending is stopped first.
+	if p.exclusive && p.laterExclusive() {
+		if p.storedRefusal != nil && !w.stopped.recent(candidate.row.ID) {
+			if err := p.stopRefusedCandidate(); err != nil {
+				if errors.Is(err, errClaimLost) {
+					return revisionResult{}, errClaimLost
+				}
+				return refusedWait(*p.storedRefusal, err), nil
+			}
+		}
+		return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionSuperseded}, superseded: true,
+			activeID: agent.ActiveRevisionID}, nil
+	}
+	// A stored refusal that still stands: stop the candidate, then publish the refusal.
+	if p.refusal != nil {
+		if previous != nil && previous.row.Number >= candidate.row.Number {
+			return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionSuperseded}, superseded: true,
+				activeID: agent.ActiveRevisionID}, nil
+		}
+		if err := p.stopRefusedCandidate(); err != nil {
+			if errors.Is(err, errClaimLost) {
+				return revisionResult{}, errClaimLost
+			}
+			return refusedWait(*p.refusal, err), nil
+		}
+		return p.refusalResult(*p.refusal), nil
 	}
 
 	if r, done := p.resolveContext(); done {
@@ -369,7 +449,7 @@ func (p *deployPass) decide() (revisionResult, error) {
 		return p.failure(err)
 	}
 	if current.DesiredRuntimeState != "running" {
-		if err := w.effect(a, func(ctx context.Context) error { return w.cfg.Compute.StopRevision(ctx, candidateRev) }); err != nil {
+		if err := w.stopRevision(a, candidateRev, true); err != nil {
 			return p.failure(err)
 		}
 		return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionStopped}}, nil
@@ -532,6 +612,14 @@ var pluginIDPattern = regexp.MustCompile(`^[A-Za-z0-9._~:@-]{1,253}$`)
 func (p *deployPass) prepare() (driver.RevisionReadiness, error) {
 	rev := p.candidate.driverRevision()
 	var obs driver.RevisionReadiness
+	p.w.stopped.forget(rev.ID) // the candidate runs (again)
+	if p.exclusive {
+		// Exclusive replacement: never prepare the candidate next to a live predecessor.
+		if err := p.stopPredecessors(true); err != nil {
+			return obs, err
+		}
+	}
+	p.prepared = true
 	started := time.Now()
 	err := p.w.effect(p.a, func(ctx context.Context) error {
 		var err error
@@ -541,6 +629,9 @@ func (p *deployPass) prepare() (driver.RevisionReadiness, error) {
 	observed := time.Now()
 	timings.update(func() { p.timing.prepare += observed.Sub(started) })
 	if err != nil {
+		if p.exclusive {
+			p.forgetPredecessors() // the next pass sweeps again
+		}
 		return obs, err
 	}
 	if err := driver.CheckRevisionReadiness(rev, obs); err != nil {
@@ -646,7 +737,7 @@ func (p *deployPass) finish(r *revisionResult) error {
 	switch {
 	case r.stopAfterCommit:
 		rev := p.candidate.driverRevision()
-		err := p.w.effect(p.a, func(ctx context.Context) error { return p.w.cfg.Compute.StopRevision(ctx, rev) })
+		err := p.w.stopRevision(p.a, rev, true)
 		next := revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionStopped}}
 		if err != nil {
 			if next, err = p.failure(err); err != nil {
@@ -683,7 +774,7 @@ func (p *deployPass) afterPublication(warnings []driver.PluginWarning) (revision
 		return p.activeFailure(err)
 	}
 	if current.DesiredRuntimeState != "running" {
-		if err := w.effect(p.a, func(ctx context.Context) error { return w.cfg.Compute.StopRevision(ctx, rev) }); err != nil {
+		if err := w.stopRevision(p.a, rev, true); err != nil {
 			return p.activeFailure(err)
 		}
 		if err := p.retireEarlier(); err != nil {
@@ -709,6 +800,9 @@ func readinessRecheck(age time.Duration) time.Duration {
 }
 
 func (p *deployPass) finalize(r *revisionResult) error {
+	if err := p.settle(r); err != nil {
+		return err
+	}
 	return p.w.finalize(p.a, func(ctx context.Context, tx txDB) error { return p.finalizeTx(ctx, tx, r) })
 }
 
@@ -720,27 +814,7 @@ func (p *deployPass) finalizeTx(ctx context.Context, tx txDB, r *revisionResult)
 	if err != nil {
 		return err
 	}
-	age := now.Sub(work.CreatedAt)
-	// A held runtime failure ends the deployment at once.
-	if r.outcome == outcomePending && r.runtimeFailure != nil {
-		if code, ok := heldRuntimeFailures[r.runtimeFailure.Code]; ok {
-			r.outcome, r.code = outcomePermanent, code
-			if code == codeRuntimeModelProbeFailed {
-				r.data, _ = json.Marshal(map[string]any{"runtimeFailure": runtimeFailureJSON(r.runtimeFailure, true)})
-			}
-		}
-	}
-	if r.outcome == outcomePending && age >= w.cfg.ConvergenceTimeout {
-		r.outcome = outcomePermanent
-		if !r.transient {
-			data := map[string]any{"timeoutMs": max(1, w.cfg.ConvergenceTimeout.Milliseconds())}
-			if r.runtimeFailure != nil {
-				data["runtimeFailure"] = runtimeFailureJSON(r.runtimeFailure, false)
-			}
-			r.code = codeDeadlineExceeded
-			r.data, _ = json.Marshal(data)
-		}
-	}
+	age := now.Sub(work.CreatedAt) // held failures and the deadline were settled before (settle)
 
 	switch {
 	case r.superseded:
@@ -803,6 +877,11 @@ func (p *deployPass) finalizeTx(ctx context.Context, tx txDB, r *revisionResult)
 	switch {
 	case r.outcome == outcomeSuccess:
 		_, err = w.q.Complete(ctx, tx, a.claim, r.code, r.data)
+	case r.outcome == outcomePending && r.refused != nil:
+		// No deadline and no attempt limit; every wait is evidence, so its count survives a restart.
+		d := r.recheck
+		_, err = w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{Delay: &d, RepeatEvidence: true,
+			Refusal: r.refused, StopYielded: r.stopYielded})
 	case r.outcome == outcomePending:
 		o := queue.DeferOptions{}
 		if r.readiness || r.transient {

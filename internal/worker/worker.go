@@ -72,6 +72,8 @@ type Worker struct {
 	slotFree chan struct{}
 
 	lastAudit  *boundedMap // pending lifecycle audits already written, by work key
+	stopped    *stopMemory // revisions this process stopped (exclusive replacement)
+	yields     *yieldLog   // stop yields per work item and their log rate limit
 	healthMu   sync.Mutex
 	lastHealth time.Time
 	lastLive   time.Time
@@ -101,6 +103,8 @@ func New(cfg Config) (*Worker, error) {
 		active:    map[string]*activeClaim{},
 		slotFree:  make(chan struct{}, 1),
 		lastAudit: newBoundedMap(4096),
+		stopped:   newStopMemory(),
+		yields:    newYieldLog(),
 	}, nil
 }
 
@@ -275,9 +279,19 @@ func (w *Worker) runPass(a *activeClaim) {
 			"operation", queue.Operation(work), "cause", cause)
 	case err != nil:
 		outcome = "error"
-		w.log.Error("worker.error", "code", "WORKER_UNAVAILABLE", "workId", work.Key, "attempt", a.claim.Attempt(),
-			"operation", queue.Operation(work), "errorClass", driver.ErrorClass(err))
+		attrs := []any{"code", "WORKER_UNAVAILABLE", "workId", work.Key, "attempt", a.claim.Attempt(),
+			"operation", queue.Operation(work), "errorClass", driver.ErrorClass(err)}
+		var refusal *refusalUnavailableError
+		if errors.As(err, &refusal) {
+			// The stored refusal could not be read: the claim is left to lease recovery.
+			attrs = append(attrs, "cause", driver.ErrorClass(refusal.err))
+		}
+		w.log.Error("worker.error", attrs...)
 	default:
+		logged, stopYields := w.yields.pass(work.Key, rep.yielded, rep.predecessor, time.Now())
+		if !logged {
+			break // a repeated stop yield within a minute of the last one logged
+		}
 		attrs := []any{"namespaceId", work.NamespaceID, "workId", work.Key, "attempt", a.claim.Attempt(),
 			"operation", queue.Operation(work), "outcome", outcome, "result", r.outcome, "code", r.code,
 			"durationMs", ms(time.Since(started))}
@@ -293,6 +307,9 @@ func (w *Worker) runPass(a *activeClaim) {
 			}
 		}
 		attrs = append(attrs, rep.attrs...)
+		if stopYields > 0 {
+			attrs = append(attrs, "stopYields", stopYields)
+		}
 		w.log.Info("worker.completed", attrs...)
 	}
 	if w.cfg.Metrics != nil {

@@ -13,6 +13,9 @@ import (
 // prepared and ready.
 const CodeRevisionNotReady = "REVISION_NOT_READY"
 
+// CodeStopFailed is the RetryableError code of a stop failed by FailStops.
+const CodeStopFailed = "SIMULATED_STOP_FAILED"
+
 // Options are the Go-only knobs of a simulated driver.
 type Options struct {
 	// Now is the clock readiness delays are measured with; nil means time.Now.
@@ -86,6 +89,8 @@ type Driver struct {
 	calls      map[callKey]int
 	history    []Call         // the latest calls that entered (at most maxHistory), in order
 	readyAfter map[string]int // revision id → not-ready observations before it may be ready
+	yieldStops map[string]int // revision id → yielding stops that still end early
+	failStops  map[string]int // revision id → stops that still fail
 	changed    chan struct{}  // closed and replaced whenever a call enters
 }
 
@@ -124,6 +129,8 @@ func New(id string, cfg Config, opts Options) *Driver {
 		faults:     make(map[faultKey][]*faultEntry),
 		calls:      make(map[callKey]int),
 		readyAfter: make(map[string]int),
+		yieldStops: make(map[string]int),
+		failStops:  make(map[string]int),
 		changed:    make(chan struct{}),
 	}
 }
@@ -186,6 +193,33 @@ func (d *Driver) ReadyAfterObservations(id string, n int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.readyAfter[id] = n
+}
+
+// YieldStops makes the next n StopRevision calls on revision id that allow a yield
+// (driver.StopYieldAllowed) end early with *driver.StopYieldedError: the route is withdrawn but
+// the runtime keeps running, as workloads that are still terminating. A stop that does not allow a
+// yield waits the termination out: it clears the remaining yields and stops the revision. Failing
+// stops (FailStops) come first. It replaces an earlier setting for the same revision; n <= 0 clears it.
+func (d *Driver) YieldStops(id string, n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	setCount(d.yieldStops, id, n)
+}
+
+// FailStops makes the next n StopRevision calls on revision id fail with a *driver.RetryableError
+// (CodeStopFailed) and change nothing. It replaces an earlier setting; n <= 0 clears it.
+func (d *Driver) FailStops(id string, n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	setCount(d.failStops, id, n)
+}
+
+func setCount(m map[string]int, id string, n int) {
+	if n <= 0 {
+		delete(m, id)
+		return
+	}
+	m[id] = n
 }
 
 // WaitCalls blocks until at least n op calls entered for target ("" = any target) or ctx ends.
@@ -463,8 +497,41 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev driver.Revision, _ dri
 
 // StopRevision implements driver.Compute: the runtime stops and loses its route; unknown
 // revisions are a no-op.
+//
+// YieldStops and FailStops adjust it per revision: a failing stop changes nothing; a yielding stop
+// withdraws the route, keeps the runtime (its workloads are still terminating) and returns
+// *driver.StopYieldedError.
 func (d *Driver) StopRevision(ctx context.Context, rev driver.Revision) error {
-	return d.halt(ctx, OpStopRevision, rev, PhaseStopped)
+	if _, err := d.enterRevision(ctx, OpStopRevision, rev); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	if n := d.failStops[rev.ID]; n > 0 {
+		countDown(d.failStops, rev.ID)
+		d.mu.Unlock()
+		return &driver.RetryableError{Code: CodeStopFailed, Reason: "The simulated stop failed."}
+	}
+	if n := d.yieldStops[rev.ID]; n > 0 {
+		if driver.StopYieldAllowed(ctx) {
+			countDown(d.yieldStops, rev.ID)
+			if d.routed[rev.AgentID] == rev.ID {
+				delete(d.routed, rev.AgentID)
+			}
+			d.mu.Unlock()
+			return &driver.StopYieldedError{Reason: "The simulated workloads are still terminating."}
+		}
+		delete(d.yieldStops, rev.ID) // a full wait outlasts the termination
+	}
+	d.mu.Unlock()
+	return d.apply(rev, PhaseStopped)
+}
+
+func countDown(m map[string]int, id string) {
+	if m[id] <= 1 {
+		delete(m, id)
+	} else {
+		m[id]--
+	}
 }
 
 // RetireRevision implements driver.Compute: like StopRevision, and the revision is retired for good.
@@ -476,6 +543,11 @@ func (d *Driver) halt(ctx context.Context, op Op, rev driver.Revision, phase str
 	if _, err := d.enterRevision(ctx, op, rev); err != nil {
 		return err
 	}
+	return d.apply(rev, phase)
+}
+
+// apply moves a known revision to phase (a retired revision stays retired) and withdraws its route.
+func (d *Driver) apply(rev driver.Revision, phase string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.revisions[rev.ID]

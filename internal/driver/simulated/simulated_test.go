@@ -553,3 +553,59 @@ func TestHistoryRecordsEffectsInOrderAndReadinessAfterObservations(t *testing.T)
 		t.Fatalf("history %v", got)
 	}
 }
+
+func TestYieldStopsAndFailStopsAreRecordedInHistory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	yielding := driver.WithStopYield(ctx, nil)
+	d := simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
+	rev := driver.Revision{ID: "rev_1", NamespaceID: "ns_1", AgentID: "agt_1", Number: 1,
+		Compute: driver.ComputeRef{ID: "compute-simulated", Implementation: simulated.Name}}
+	if _, err := d.PrepareRevision(ctx, rev, driver.RevisionContext{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ActivateRevision(ctx, rev, driver.RevisionContext{}); err != nil {
+		t.Fatal(err)
+	}
+	d.FailStops(rev.ID, 1)
+	d.YieldStops(rev.ID, 2)
+	err := d.StopRevision(yielding, rev)
+	if driver.Code(err) != simulated.CodeStopFailed || driver.IsPermanent(err) {
+		t.Fatalf("failing stop: %v", err)
+	}
+	if st, _ := d.Revision(rev.ID); st.Phase != simulated.PhasePrepared || !st.Routed {
+		t.Fatalf("a failed stop changed the world: %+v", st)
+	}
+	err = d.StopRevision(yielding, rev)
+	if !driver.IsStopYielded(err) || driver.Code(err) != driver.CodeComputeStopYielded || driver.ErrorClass(err) != "StopYieldedError" {
+		t.Fatalf("yielding stop: %v (class %s)", err, driver.ErrorClass(err))
+	}
+	if st, _ := d.Revision(rev.ID); st.Phase != simulated.PhasePrepared || st.Routed {
+		t.Fatalf("a yielded stop keeps the runtime terminating without its route: %+v", st)
+	}
+	// A stop that does not allow a yield waits the termination out.
+	if err := d.StopRevision(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := d.Revision(rev.ID); st.Phase != simulated.PhaseStopped {
+		t.Fatalf("full-wait stop: %+v", st)
+	}
+	if err := d.StopRevision(yielding, rev); err != nil {
+		t.Fatalf("the full wait cleared the remaining yields: %v", err)
+	}
+	if n := d.Calls(simulated.OpStopRevision, rev.ID); n != 4 {
+		t.Fatalf("%d stop calls", n)
+	}
+	var stops int
+	for _, c := range d.History() {
+		if c.Op == simulated.OpStopRevision && c.Target == rev.ID {
+			stops++
+		}
+	}
+	if stops != 4 {
+		t.Fatalf("history holds %d stops", stops)
+	}
+	if driver.StopShouldYield(yielding) || !driver.StopShouldYield(driver.WithStopYield(ctx, func(context.Context) bool { return true })) {
+		t.Fatal("StopShouldYield does not follow the hook")
+	}
+}
