@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build test vet fmt bench clean image dev
+.PHONY: build test vet fmt bench clean image dev kube-bin
 
 build: ## Build a static bin/occ
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/occ ./cmd/occ
@@ -12,9 +12,14 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	cd deploy/helmtest && $(GO) vet ./...
 
-test: vet ## Vet, then run every test (starts private PostgreSQL clusters; see docs/development.md)
+test: vet kube-bin ## Vet, then run every test (private PostgreSQL and Kubernetes control planes; see docs/development.md)
 	$(GO) test -race -count=1 -timeout 30m ./...
+	cd deploy/helmtest && $(GO) test -count=1 -timeout 15m ./...
+
+kube-bin: ## Build etcd, kube-apiserver and kube-controller-manager for the tests when missing (first time ~10 min)
+	tools/kube/build.sh
 
 bench: ## Hot-path benchmarks (compare runs with benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/iam/

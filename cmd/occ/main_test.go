@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openclaw/occ/internal/driver/docker"
+	"github.com/openclaw/occ/internal/testkit/kubetest"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 		panic("build occ: " + err.Error())
 	}
 	defer os.RemoveAll(dir)
-	pgtest.Main(m)
+	pgtest.Main(kubetest.Wrap(m))
 }
 
 // process is one running `occ` command with its output captured line by line.

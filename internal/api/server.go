@@ -64,7 +64,7 @@ type Config struct {
 	// deployments with 503.
 	Compute driver.Compute
 	// Configurations stores Configuration values; nil answers Configuration writes and deploys
-	// with 503 (an implementation not compiled in yet).
+	// with 503.
 	Configurations driver.Configuration
 	// Secrets stores Secret values; nil answers Secret writes with 503.
 	Secrets driver.Secret

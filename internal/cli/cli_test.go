@@ -18,10 +18,11 @@ import (
 	"github.com/openclaw/occ/internal/bootstrap"
 	"github.com/openclaw/occ/internal/cli"
 	"github.com/openclaw/occ/internal/settings"
+	"github.com/openclaw/occ/internal/testkit/kubetest"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.Main(kubetest.Wrap(m)) }
 
 type result struct {
 	code           int

@@ -19,15 +19,18 @@ import (
 
 	"github.com/openclaw/occ/internal/bootstrap"
 	"github.com/openclaw/occ/internal/devstack"
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/installcfg"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
 )
 
 // Compute choices of occ dev.
 const (
-	devComputeAuto      = "auto"
-	devComputeDocker    = "docker"
-	devComputeSimulated = "simulated"
+	devComputeAuto       = "auto"
+	devComputeDocker     = "docker"
+	devComputeSimulated  = "simulated"
+	devComputeKubernetes = "kubernetes"
 )
 
 type devOptions struct {
@@ -35,6 +38,9 @@ type devOptions struct {
 	stateDir string
 	compute  string
 	reset    bool
+	// kubernetes: the cluster (kubeconfig file and exact context) and the workload images
+	kubeconfig, context      string
+	gatewayImage, agentImage string
 }
 
 func newDevCommand(env Env) *cobra.Command {
@@ -52,6 +58,9 @@ then PostgreSQL. A rerun reuses the data and the key file; --reset starts over.
 
 Compute: --compute auto (default) selects Docker when the Docker Engine answers on its socket and
 otherwise the simulated driver; OCC_CONFIG_PATH, when set, is used as the startup YAML instead.
+--compute kubernetes deploys to an existing cluster (kind, minikube, a test cluster): it needs
+--kubeconfig and --context (nothing ambient is used) and the images --gateway-image and
+--agent-image, which the cluster must be able to pull; Secrets then live in the cluster too.
 
 With OCC_DATABASE_URL set, that server is used: occ dev migrates it only when
 OCC_MIGRATION_DATABASE_URL is also set, and bootstraps it.`,
@@ -62,7 +71,11 @@ OCC_MIGRATION_DATABASE_URL is also set, and bootstraps it.`,
 	}
 	cmd.Flags().IntVar(&o.port, "port", 3000, "loopback port of the API")
 	cmd.Flags().StringVar(&o.stateDir, "state-dir", "", "state directory (PostgreSQL data, service key file, startup YAML)")
-	cmd.Flags().StringVar(&o.compute, "compute", devComputeAuto, "Compute Driver: auto, docker or simulated")
+	cmd.Flags().StringVar(&o.compute, "compute", devComputeAuto, "Compute Driver: auto, docker, simulated or kubernetes")
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (--compute kubernetes)")
+	cmd.Flags().StringVar(&o.context, "context", "", "exact kubeconfig context to use (--compute kubernetes)")
+	cmd.Flags().StringVar(&o.gatewayImage, "gateway-image", "", "image of the Agent gateway (--compute kubernetes)")
+	cmd.Flags().StringVar(&o.agentImage, "agent-image", "", "image of the dedicated Harness (--compute kubernetes)")
 	cmd.Flags().BoolVar(&o.reset, "reset", false, "delete the state directory's contents (all local data) before starting")
 	return cmd
 }
@@ -99,8 +112,20 @@ func runDev(ctx context.Context, env Env, o devOptions) error {
 	}
 	switch o.compute {
 	case devComputeAuto, devComputeDocker, devComputeSimulated:
+		if o.kubeconfig != "" || o.context != "" || o.gatewayImage != "" || o.agentImage != "" {
+			return d.fail("--kubeconfig, --context, --gateway-image and --agent-image apply only to --compute kubernetes.")
+		}
+	case devComputeKubernetes:
+		if o.kubeconfig == "" || o.context == "" || o.gatewayImage == "" || o.agentImage == "" {
+			return d.fail("--compute kubernetes needs --kubeconfig, --context, --gateway-image and --agent-image.")
+		}
+		abs, err := filepath.Abs(o.kubeconfig)
+		if err != nil {
+			return d.fail("--kubeconfig: %v", err)
+		}
+		d.o.kubeconfig = abs
 	default:
-		return d.fail("--compute must be auto, docker or simulated.")
+		return d.fail("--compute must be auto, docker, simulated or kubernetes.")
 	}
 	if err := portFree(o.port); err != nil {
 		return d.fail("port %d on 127.0.0.1 is taken (%v). Stop what uses it or choose another with --port.", o.port, err)
@@ -297,6 +322,9 @@ func (d *devRun) selectCompute(ctx context.Context, state *devstack.State, child
 		return nil
 	}
 	compute := d.o.compute
+	if compute == devComputeKubernetes {
+		return d.selectKubernetes(ctx, state, childEnv)
+	}
 	socket, usable := devstack.DockerSocket(d.env.Lookup)
 	answers := usable && devstack.DockerAnswers(ctx, socket)
 	switch {
@@ -326,6 +354,67 @@ drivers:
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		return d.fail("cannot write %s: %v", path, err)
 	}
+	d.info("startup YAML: %s", path)
+	childEnv["OCC_CONFIG_PATH"] = path
+	return nil
+}
+
+// selectKubernetes writes the startup YAML of --compute kubernetes (Compute and Secrets in the
+// cluster, Configurations on the filesystem) and runs the driver's preflight, so that an
+// unreachable cluster or an unusable kubeconfig fails here with a sentence instead of in the worker.
+func (d *devRun) selectKubernetes(ctx context.Context, state *devstack.State, childEnv map[string]string) error {
+	auth := fmt.Sprintf("{mode: kubeconfig, kubeconfigPath: %q, context: %q}", d.o.kubeconfig, d.o.context)
+	compute := fmt.Sprintf(`
+      authentication: %s
+      images: {gateway: %q, agent: %q, requireImmutableDigest: false}
+      resources:
+        gateway: {requests: {cpu: "100m", memory: "256Mi"}, limits: {cpu: "1", memory: "1Gi"}}
+        agent: {requests: {cpu: "100m", memory: "256Mi"}, limits: {cpu: "2", memory: "2Gi"}}
+        namespace:
+          quota: {pods: "20"}
+          containerDefaults: {requests: {cpu: "50m", memory: "64Mi"}, limits: {cpu: "500m", memory: "512Mi"}}
+      network:
+        dns: {namespace: kube-system, podLabels: {k8s-app: kube-dns}}
+        gatewayPort: 8080
+        gatewayTrustedProxyCidrs: ["10.0.0.0/8"]
+        gatewayClients: [{namespace: default, podLabels: {app.kubernetes.io/name: occ-dev-client}}]
+      servicePrincipalCredentials: {mode: disabled}`, auth, d.o.gatewayImage, d.o.agentImage)
+	yaml := fmt.Sprintf(`# Written by occ dev: the Kubernetes Compute and Secret Drivers. Rewritten on every start.
+occ: {cluster: local}
+drivers:
+  compute:
+    id: compute-kubernetes
+    implementation: kubernetes
+    configuration:%s
+  configuration: {id: configuration-filesystem, implementation: filesystem, configuration: {root: %q}}
+  iam: {id: native-iam, configuration: {}}
+  secret: {id: secret-kubernetes, implementation: kubernetes, configuration: {authentication: %s}}
+`, compute, state.ConfigurationRoot(), auth)
+	path := state.StartupConfigFile()
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		return d.fail("cannot write %s: %v", path, err)
+	}
+	_, c, err := startupConfig(d.env.Lookup, settings.Development, path, state.ConfigurationRoot(), state.SecretRoot())
+	if err != nil {
+		var ie *installcfg.Error
+		if errors.As(err, &ie) && len(ie.Details) > 0 {
+			return d.fail("--compute kubernetes: %s (%s at %s)", ie.Message, ie.Details[0].Message, ie.Details[0].Path)
+		}
+		return d.fail("--compute kubernetes: the startup configuration is invalid: %v", err)
+	}
+	if p, ok := c.(driver.Preflighter); ok {
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := p.Preflight(pctx)
+		cancel()
+		var pe *driver.PreflightError
+		switch {
+		case errors.As(err, &pe):
+			return d.fail("--compute kubernetes: the cluster at %s:%d refused the preflight (%s).", pe.Host, pe.Port, pe.Code)
+		case err != nil:
+			return d.fail("--compute kubernetes: the preflight failed (%s).", driver.ErrorClass(err))
+		}
+	}
+	d.step("Compute: kubernetes (context %s of %s; images %s, %s)", d.o.context, d.o.kubeconfig, d.o.gatewayImage, d.o.agentImage)
 	d.info("startup YAML: %s", path)
 	childEnv["OCC_CONFIG_PATH"] = path
 	return nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/devstack"
+	"github.com/openclaw/occ/internal/testkit/kubetest"
 )
 
 // buildOcc builds the occ binary into the test's temporary directory: occ dev runs it as its
@@ -40,9 +41,12 @@ type devProcess struct {
 	done  chan struct{}
 }
 
-func startDev(t *testing.T, bin, stateDir string, port int) *devProcess {
+func startDev(t *testing.T, bin, stateDir string, port int, compute ...string) *devProcess {
 	t.Helper()
-	cmd := exec.Command(bin, "dev", "--state-dir", stateDir, "--port", fmt.Sprint(port), "--compute", "simulated")
+	if len(compute) == 0 {
+		compute = []string{"--compute", "simulated"}
+	}
+	cmd := exec.Command(bin, append([]string{"dev", "--state-dir", stateDir, "--port", fmt.Sprint(port)}, compute...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OCC_WORKER_POLL_INTERVAL_MS=50"}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -253,6 +257,69 @@ func TestDevRefusesATakenPort(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	r := run(map[string]string{"HOME": t.TempDir()}, "dev", "--port", fmt.Sprint(port), "--state-dir", t.TempDir())
 	if r.code != 1 || !strings.Contains(r.stderr, fmt.Sprintf("port %d on 127.0.0.1 is taken", port)) || strings.Contains(r.stderr, "goroutine") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// TestDevWithKubernetes: occ dev --compute kubernetes against a test cluster makes the default
+// Namespace ready with its Kubernetes namespace; a cluster that does not answer is refused before
+// anything starts.
+func TestDevWithKubernetes(t *testing.T) {
+	t.Parallel()
+	c := kubetest.Shared(t)
+	kubeconfig := c.WriteKubeconfig(t, kubetest.Worker, "occ-dev")
+	state := devStateDir(t)
+	port, err := devstack.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := buildOcc(t)
+	dev := startDev(t, bin, state, port, "--compute", "kubernetes", "--kubeconfig", kubeconfig, "--context", "occ-dev",
+		"--gateway-image", "registry.example/openclaw-gateway:dev", "--agent-image", "registry.example/codex:dev")
+	url := dev.waitURL(t)
+	key := readKey(t, filepath.Join(state, "bootstrap-key.json"))
+	var nsID string
+	kubetest.Eventually(t, time.Minute, "default Namespace ready", func() (bool, error) {
+		var list struct {
+			Data []struct{ ID, Status string }
+		}
+		if code := getJSON(t, url+"/namespaces", key, &list); code != 200 || len(list.Data) != 1 {
+			return false, fmt.Errorf("namespaces %d %+v", code, list)
+		}
+		nsID = list.Data[0].ID
+		return list.Data[0].Status == "ready", nil
+	})
+	items, err := c.Admin().List(kubetest.CorePath("", "namespaces", ""), kubetest.Selector(map[string]string{"openclaw.dev/namespace": nsID}))
+	if err != nil || len(items) != 1 {
+		t.Fatalf("Kubernetes namespace of %s: %v %d\n%s", nsID, err, len(items), dev.output())
+	}
+	if !strings.Contains(dev.output(), "Compute: kubernetes (context occ-dev") {
+		t.Fatalf("no compute line:\n%s", dev.output())
+	}
+	dev.stop(t, syscall.SIGINT)
+
+	// An unreachable cluster: a clear sentence naming host and port, no stack trace.
+	dead, err := devstack.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadConfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(deadConfig, []byte(strings.ReplaceAll(string(raw), c.URL, fmt.Sprintf("https://127.0.0.1:%d", dead))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(map[string]string{"HOME": t.TempDir()}, "dev", "--port", fmt.Sprint(port), "--state-dir", state,
+		"--compute", "kubernetes", "--kubeconfig", deadConfig, "--context", "occ-dev",
+		"--gateway-image", "g:dev", "--agent-image", "a:dev")
+	want := fmt.Sprintf("the cluster at 127.0.0.1:%d refused the preflight (KUBERNETES_API_UNAVAILABLE)", dead)
+	if r.code != 1 || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "goroutine") {
+		t.Fatalf("%+v", r)
+	}
+	if r := run(map[string]string{"HOME": t.TempDir()}, "dev", "--compute", "kubernetes", "--state-dir", t.TempDir()); r.code != 1 ||
+		!strings.Contains(r.stderr, "--compute kubernetes needs --kubeconfig, --context, --gateway-image and --agent-image") {
 		t.Fatalf("%+v", r)
 	}
 }

@@ -6,23 +6,25 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/builtin"
 	"github.com/openclaw/occ/internal/driver/filesystem"
+	"github.com/openclaw/occ/internal/driver/kubernetes"
 	"github.com/openclaw/occ/internal/installcfg"
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/settings"
 )
 
 // startupConfig loads the trusted startup YAML (or the development defaults) with every
-// compiled-in Compute implementation's closed schema, then builds the selected Compute Driver.
-// Every refusal is a startupError with the DRIVER_CONFIGURATION_INVALID family of codes.
+// compiled-in Compute implementation's closed schema and the Kubernetes Configuration and Secret
+// Drivers' schemas, then builds the selected Compute Driver. Every refusal is a startupError with
+// the DRIVER_CONFIGURATION_INVALID family of codes.
 func startupConfig(lookup settings.Lookup, mode settings.Mode, configPath, configurationRoot, secretRoot string) (*installcfg.Config, driver.Compute, error) {
 	registry := builtin.ComputeRegistry()
 	var opts []installcfg.Option
 	for _, impl := range registry.Implementations() {
-		schema := impl.Schema
-		opts = append(opts, installcfg.WithValidator(installcfg.CapabilityCompute, impl.Name, func(cfg map[string]any) []installcfg.Detail {
-			return configurationDetails(schema.Validate(cfg))
-		}))
+		opts = append(opts, installcfg.WithValidator(installcfg.CapabilityCompute, impl.Name, schemaValidator(impl.Schema)))
 	}
+	opts = append(opts,
+		installcfg.WithValidator(installcfg.CapabilityConfiguration, installcfg.ImplementationKubernetes, schemaValidator(kubernetes.ConfigurationSchema())),
+		installcfg.WithValidator(installcfg.CapabilitySecret, installcfg.ImplementationKubernetes, schemaValidator(kubernetes.SecretSchema())))
 	env := installcfg.Env{Production: mode == settings.Production, DevelopmentConfigurationRoot: configurationRoot, DevelopmentSecretRoot: secretRoot}
 	var cfg *installcfg.Config
 	var err error
@@ -40,6 +42,13 @@ func startupConfig(lookup settings.Lookup, mode settings.Mode, configPath, confi
 		return nil, nil, computeSelectionError(err)
 	}
 	return cfg, compute, nil
+}
+
+// schemaValidator checks a selection's configuration against a driver's closed schema.
+func schemaValidator(schema driver.ConfigurationSchema) installcfg.ConfigurationValidator {
+	return func(cfg map[string]any) []installcfg.Detail {
+		return configurationDetails(schema.Validate(cfg))
+	}
 }
 
 // configurationDetails turns a driver's configuration refusal into startup-YAML details.
@@ -92,22 +101,37 @@ func startupConfigFailure(env Env, service, event string, err error) error {
 }
 
 // storageDrivers builds the Configuration and Secret Drivers the API uses from the validated
-// startup selection. Implementations that are not compiled in yet (kubernetes) yield nil: the API
-// then answers the routes that need them with 503 DEPENDENCY_UNAVAILABLE. The worker does not call
-// this.
+// startup selection (filesystem or kubernetes; the kubernetes drivers make no request here: RBAC
+// and namespace problems surface on the first operation as 503). An implementation this function
+// does not know yields nil: the API then answers the routes that need it with 503
+// DEPENDENCY_UNAVAILABLE. The worker does not call this.
 func storageDrivers(cfg *installcfg.Config, mode settings.Mode, lookup settings.Lookup) (driver.Configuration, driver.Secret, error) {
+	env := driver.Environment{Production: mode == settings.Production, LookupEnv: lookup}
 	var configurations driver.Configuration
 	var secrets driver.Secret
-	if cfg.Configuration.Implementation == installcfg.ImplementationFilesystem {
+	switch cfg.Configuration.Implementation {
+	case installcfg.ImplementationFilesystem:
 		c, err := filesystem.NewConfigurations(cfg.Configuration.ID, cfg.Configuration.Configuration)
 		if err != nil {
 			return nil, nil, storageSelectionError("configuration", err)
 		}
 		configurations = c
+	case installcfg.ImplementationKubernetes:
+		c, err := kubernetes.NewConfigurations(cfg.Configuration.ID, cfg.Configuration.Configuration, env)
+		if err != nil {
+			return nil, nil, storageSelectionError("configuration", err)
+		}
+		configurations = c
 	}
-	if cfg.Secret.Implementation == installcfg.ImplementationFilesystem {
-		s, err := filesystem.NewSecrets(cfg.Secret.ID, cfg.Secret.Configuration,
-			driver.Environment{Production: mode == settings.Production, LookupEnv: lookup})
+	switch cfg.Secret.Implementation {
+	case installcfg.ImplementationFilesystem:
+		s, err := filesystem.NewSecrets(cfg.Secret.ID, cfg.Secret.Configuration, env)
+		if err != nil {
+			return nil, nil, storageSelectionError("secret", err)
+		}
+		secrets = s
+	case installcfg.ImplementationKubernetes:
+		s, err := kubernetes.NewSecrets(cfg.Secret.ID, cfg.Secret.Configuration, env)
 		if err != nil {
 			return nil, nil, storageSelectionError("secret", err)
 		}

@@ -377,3 +377,145 @@ func TestCapabilityHelpers(t *testing.T) {
 		t.Fatal("default activation order is not afterCommit")
 	}
 }
+
+func collectionSchema() driver.ObjectSchema {
+	return driver.ObjectSchema{
+		Properties: []driver.Property{
+			{Name: "list", Type: driver.TypeArray, MinItems: 1, MaxItems: 3, Items: &driver.Property{
+				Type: driver.TypeString, Pattern: `^[a-z]+$`,
+				Check: func(v any) (string, string) {
+					if v.(string) == "bad" {
+						return driver.DetailInvalidValue, "Must not be bad."
+					}
+					return "", ""
+				},
+			}},
+			{Name: "peers", Type: driver.TypeArray, Items: &driver.Property{Type: driver.TypeObject, Properties: []driver.Property{
+				{Name: "ns", Type: driver.TypeString, Required: true},
+			}}},
+			{Name: "labels", Type: driver.TypeStringMap, MinItems: 1, MaxItems: 2,
+				KeyCheck: func(k string) (string, string) {
+					if strings.HasPrefix(k, "-") {
+						return driver.DetailInvalidFormat, "Must be a label key."
+					}
+					return "", ""
+				},
+				Items: &driver.Property{Type: driver.TypeString, MaxLength: 4, TypeMessage: `Must be a string: write "4", not 4.`}},
+			{Name: "auth", Type: driver.TypeObject, Discriminator: "mode",
+				Variants: []driver.Variant{
+					{Value: "none"},
+					{Value: "file", Required: []string{"path"}, Optional: []string{"note"}},
+				},
+				Properties: []driver.Property{
+					{Name: "mode", Type: driver.TypeString, Required: true, Enum: []string{"none", "file"}},
+					{Name: "path", Type: driver.TypeString},
+					{Name: "note", Type: driver.TypeString},
+				}},
+		},
+		Check: func(cfg map[string]any) []driver.Detail {
+			if l, ok := cfg["list"].([]any); ok && len(l) == 3 {
+				return []driver.Detail{{Path: "/list", Code: driver.DetailInvalidValue, Message: "Cross-field rule."}}
+			}
+			return nil
+		},
+	}
+}
+
+func TestCollectionsAndVariants(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		cfg  map[string]any
+		want []driver.Detail
+	}{
+		{"valid", map[string]any{"list": []any{"a", "b"}, "peers": []any{map[string]any{"ns": "x"}},
+			"labels": map[string]any{"a/b": "v"}, "auth": map[string]any{"mode": "file", "path": "/p", "note": "n"}}, nil},
+		{"valid variant without keys", map[string]any{"auth": map[string]any{"mode": "none"}}, nil},
+		{"array type", map[string]any{"list": "a"}, []driver.Detail{{Path: "/list", Code: driver.DetailInvalidType}}},
+		{"array too short", map[string]any{"list": []any{}}, []driver.Detail{{Path: "/list", Code: driver.DetailInvalidValue}}},
+		{"array too long", map[string]any{"list": []any{"a", "b", "c", "d"}}, []driver.Detail{{Path: "/list", Code: driver.DetailInvalidValue}}},
+		{"array items", map[string]any{"list": []any{"a", 1, "B", "bad"}[1:]},
+			[]driver.Detail{{Path: "/list/0", Code: driver.DetailInvalidType}, {Path: "/list/1", Code: driver.DetailInvalidFormat}, {Path: "/list/2", Code: driver.DetailInvalidValue}}},
+		{"array of objects", map[string]any{"peers": []any{map[string]any{}, map[string]any{"ns": "x", "zz": 1}}},
+			[]driver.Detail{{Path: "/peers/0/ns", Code: driver.DetailRequired}, {Path: "/peers/1/zz", Code: driver.DetailUnknownField}}},
+		{"map type", map[string]any{"labels": []any{}}, []driver.Detail{{Path: "/labels", Code: driver.DetailInvalidType}}},
+		{"map empty", map[string]any{"labels": map[string]any{}}, []driver.Detail{{Path: "/labels", Code: driver.DetailInvalidValue}}},
+		{"map too big", map[string]any{"labels": map[string]any{"a": "1", "b": "2", "c": "3"}}, []driver.Detail{{Path: "/labels", Code: driver.DetailInvalidValue}}},
+		{"map keys and values", map[string]any{"labels": map[string]any{"-k": "v", "n": 4}},
+			[]driver.Detail{{Path: "/labels/-k", Code: driver.DetailInvalidFormat}, {Path: "/labels/n", Code: driver.DetailInvalidType}}},
+		{"map value too long", map[string]any{"labels": map[string]any{"k": secretish}}, []driver.Detail{{Path: "/labels/k", Code: driver.DetailTooLong}}},
+		{"variant required", map[string]any{"auth": map[string]any{"mode": "file"}}, []driver.Detail{{Path: "/auth/path", Code: driver.DetailRequired}}},
+		{"variant forbids", map[string]any{"auth": map[string]any{"mode": "none", "path": "/p"}}, []driver.Detail{{Path: "/auth/path", Code: driver.DetailUnknownField}}},
+		{"variant unknown mode", map[string]any{"auth": map[string]any{"mode": "x", "path": "/p"}}, []driver.Detail{{Path: "/auth/mode", Code: driver.DetailInvalidValue}}},
+		{"variant missing mode", map[string]any{"auth": map[string]any{}}, []driver.Detail{{Path: "/auth/mode", Code: driver.DetailRequired}}},
+		{"root check", map[string]any{"list": []any{"a", "b", "c"}}, []driver.Detail{{Path: "/list", Code: driver.DetailInvalidValue}}},
+		{"root check skipped after property errors", map[string]any{"list": []any{"a", "b", "c"}, "zz": 1}, []driver.Detail{{Path: "/zz", Code: driver.DetailUnknownField}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := collectionSchema().Validate(tc.cfg)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			var ce *driver.ConfigurationError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Validate: %v, want *ConfigurationError", err)
+			}
+			var got []driver.Detail
+			for _, d := range ce.Details {
+				if d.Message == "" || strings.Contains(d.Message, secretish) {
+					t.Errorf("detail %s has an unsafe message %q", d.Path, d.Message)
+				}
+				got = append(got, driver.Detail{Path: d.Path, Code: d.Code})
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("details = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// TypeMessage replaces the type sentence.
+	err := collectionSchema().Validate(map[string]any{"labels": map[string]any{"cpu": 4}})
+	var ce *driver.ConfigurationError
+	if !errors.As(err, &ce) || ce.Details[0].Message != `Must be a string: write "4", not 4.` {
+		t.Fatalf("type message: %v", err)
+	}
+}
+
+func TestCollectionJSONSchema(t *testing.T) {
+	t.Parallel()
+	doc := collectionSchema().JSONSchema()
+	props := doc["properties"].(map[string]any)
+	list := props["list"].(map[string]any)
+	if list["type"] != "array" || list["minItems"] != 1 || list["maxItems"] != 3 ||
+		list["items"].(map[string]any)["pattern"] != `^[a-z]+$` {
+		t.Fatalf("array document: %v", list)
+	}
+	peers := props["peers"].(map[string]any)["items"].(map[string]any)
+	if peers["additionalProperties"] != false {
+		t.Fatalf("array of objects not closed: %v", peers)
+	}
+	labels := props["labels"].(map[string]any)
+	if labels["type"] != "object" || labels["minProperties"] != 1 || labels["maxProperties"] != 2 ||
+		labels["additionalProperties"].(map[string]any)["type"] != "string" {
+		t.Fatalf("string map document: %v", labels)
+	}
+	auth := props["auth"].(map[string]any)
+	if auth["additionalProperties"] != false {
+		t.Fatalf("discriminated object not closed: %v", auth)
+	}
+	oneOf := auth["oneOf"].([]any)
+	want := []any{
+		map[string]any{"properties": map[string]any{"mode": map[string]any{"const": "none"}, "path": false, "note": false}, "required": []string{"mode"}},
+		map[string]any{"properties": map[string]any{"mode": map[string]any{"const": "file"}}, "required": []string{"mode", "path"}},
+	}
+	if !reflect.DeepEqual(oneOf, want) {
+		t.Fatalf("oneOf = %v", oneOf)
+	}
+	if _, err := json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+}

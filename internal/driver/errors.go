@@ -111,7 +111,15 @@ func IsStopYielded(err error) bool {
 type PermanentError struct {
 	Code   string
 	Reason string
+	// Status and StatusReason are the HTTP status and the dependency's own reason word (for
+	// Kubernetes the Status reason, such as Forbidden) when an HTTP answer caused the failure; the
+	// worker logs them as status and reason.
+	Status       int
+	StatusReason string
 }
+
+// HTTPStatus returns the HTTP status and reason word that caused the failure (0 and "" when none).
+func (e *PermanentError) HTTPStatus() (int, string) { return e.Status, e.StatusReason }
 
 func (e *PermanentError) Error() string { return codeAndReason(e.Code, e.Reason) }
 
@@ -122,6 +130,17 @@ func (e *PermanentError) ErrorCode() string { return e.Code }
 type RetryableError struct {
 	Code   string
 	Reason string
+	// Status and StatusReason as in PermanentError.
+	Status       int
+	StatusReason string
+}
+
+// HTTPStatus returns the HTTP status and reason word that caused the failure (0 and "" when none).
+func (e *RetryableError) HTTPStatus() (int, string) { return e.Status, e.StatusReason }
+
+// HTTPFailure is implemented by errors that may carry the HTTP answer that caused them.
+type HTTPFailure interface {
+	HTTPStatus() (status int, reason string)
 }
 
 func (e *RetryableError) Error() string { return codeAndReason(e.Code, e.Reason) }

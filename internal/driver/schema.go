@@ -80,6 +80,12 @@ const (
 	TypeInteger PropertyType = "integer"
 	TypeBoolean PropertyType = "boolean"
 	TypeObject  PropertyType = "object"
+	// TypeArray is a JSON array whose elements all match Items.
+	TypeArray PropertyType = "array"
+	// TypeStringMap is a JSON object of operator-chosen keys with string values (label selectors,
+	// quotas): JSON Schema "additionalProperties" is the Items document instead of false. Keys
+	// are checked by KeyCheck, values by Items (which must be a TypeString property).
+	TypeStringMap PropertyType = "stringMap"
 )
 
 // Property describes one key of an ObjectSchema.
@@ -101,15 +107,44 @@ type Property struct {
 	Enum []string
 	// Properties are the keys of a closed nested object (TypeObject).
 	Properties []Property
-	// Check runs after the type and bound checks; it returns a Detail code and a fixed message,
-	// or "" when the value is acceptable. It is not part of the JSON Schema document.
+	// Discriminator names the string Enum property of a TypeObject whose value selects one of
+	// Variants (a JSON Schema oneOf): the keys the variant requires, the keys it allows, and
+	// every other key of Properties refused (UNKNOWN_FIELD). Properties lists the union of all
+	// variants' keys; only the discriminator itself should be Required there.
+	Discriminator string
+	Variants      []Variant
+	// Items describes the elements of a TypeArray or the values of a TypeStringMap.
+	Items *Property
+	// MinItems and MaxItems bound the elements of a TypeArray or the entries of a TypeStringMap
+	// (INVALID_VALUE); MaxItems 0 means no bound.
+	MinItems, MaxItems int
+	// KeyCheck validates each key of a TypeStringMap like Check (not part of the JSON Schema).
+	KeyCheck func(key string) (code, message string)
+	// TypeMessage replaces the INVALID_TYPE sentence (for example to tell the operator to quote a
+	// quantity); it must be fixed text, never the submitted value.
+	TypeMessage string
+	// Check runs after the type and bound checks (for objects, arrays and maps: only when their
+	// members raised nothing); it returns a Detail code and a fixed message, or "" when the
+	// value is acceptable. It is not part of the JSON Schema document.
 	Check func(value any) (code, message string)
+}
+
+// Variant is one alternative of a discriminated object (Property.Discriminator).
+type Variant struct {
+	// Value is the discriminator value that selects this variant.
+	Value string
+	// Required keys must be present with this value; Optional keys may be.
+	Required, Optional []string
 }
 
 // ObjectSchema is a closed object schema described in Go: keys not in Properties are refused.
 type ObjectSchema struct {
 	Description string
 	Properties  []Property
+	// Check is the implementation's semantic validation (rules across several keys). It runs only
+	// when the properties raised nothing and returns details with paths relative to the root. It
+	// is not part of the JSON Schema document.
+	Check func(configuration map[string]any) []Detail
 }
 
 // JSONSchema implements ConfigurationSchema.
@@ -144,9 +179,36 @@ func objectDocument(props []Property) map[string]any {
 
 func propertyDocument(p Property) map[string]any {
 	var doc map[string]any
-	if p.Type == TypeObject {
+	switch p.Type {
+	case TypeObject:
 		doc = objectDocument(p.Properties)
-	} else {
+		if p.Discriminator != "" && len(p.Variants) > 0 {
+			doc["oneOf"] = variantDocuments(p)
+		}
+	case TypeArray:
+		doc = map[string]any{"type": "array"}
+		if p.Items != nil {
+			doc["items"] = propertyDocument(*p.Items)
+		}
+		if p.MinItems > 0 {
+			doc["minItems"] = p.MinItems
+		}
+		if p.MaxItems > 0 {
+			doc["maxItems"] = p.MaxItems
+		}
+	case TypeStringMap:
+		values := map[string]any{"type": "string"}
+		if p.Items != nil {
+			values = propertyDocument(*p.Items)
+		}
+		doc = map[string]any{"type": "object", "additionalProperties": values}
+		if p.MinItems > 0 {
+			doc["minProperties"] = p.MinItems
+		}
+		if p.MaxItems > 0 {
+			doc["maxProperties"] = p.MaxItems
+		}
+	default:
 		doc = map[string]any{"type": string(p.Type)}
 	}
 	if p.Description != "" {
@@ -173,10 +235,32 @@ func propertyDocument(p Property) map[string]any {
 	return doc
 }
 
+// variantDocuments renders Variants as JSON Schema oneOf alternatives: each pins the
+// discriminator, requires its keys and forbids the keys it does not allow.
+func variantDocuments(p Property) []any {
+	out := make([]any, 0, len(p.Variants))
+	for _, v := range p.Variants {
+		props := map[string]any{p.Discriminator: map[string]any{"const": v.Value}}
+		for _, q := range p.Properties {
+			if q.Name != p.Discriminator && !contains(v.Required, q.Name) && !contains(v.Optional, q.Name) {
+				props[q.Name] = false
+			}
+		}
+		out = append(out, map[string]any{
+			"properties": props,
+			"required":   append([]string{p.Discriminator}, v.Required...),
+		})
+	}
+	return out
+}
+
 // Validate implements ConfigurationSchema.
 func (s ObjectSchema) Validate(configuration map[string]any) error {
 	var details []Detail
 	validateObject("", s.Properties, configuration, &details)
+	if len(details) == 0 && s.Check != nil {
+		details = append(details, s.Check(configuration)...)
+	}
 	if len(details) == 0 {
 		return nil
 	}
@@ -216,11 +300,18 @@ func validateObject(path string, props []Property, obj map[string]any, out *[]De
 
 func validateValue(at string, p Property, v any, out *[]Detail) {
 	add := func(code, msg string) { *out = append(*out, Detail{Path: at, Code: code, Message: msg}) }
+	wrongType := func(msg string) {
+		if p.TypeMessage != "" {
+			msg = p.TypeMessage
+		}
+		add(DetailInvalidType, msg)
+	}
+	before := len(*out)
 	switch p.Type {
 	case TypeString:
 		s, ok := v.(string)
 		if !ok {
-			add(DetailInvalidType, "Must be a string.")
+			wrongType("Must be a string.")
 			return
 		}
 		if p.MaxLength > 0 && len(s) > p.MaxLength {
@@ -238,7 +329,7 @@ func validateValue(at string, p Property, v any, out *[]Detail) {
 	case TypeInteger:
 		n, ok := IntegerValue(v)
 		if !ok {
-			add(DetailInvalidType, "Must be an integer.")
+			wrongType("Must be an integer.")
 			return
 		}
 		if n < p.Minimum || n > p.Maximum {
@@ -247,21 +338,112 @@ func validateValue(at string, p Property, v any, out *[]Detail) {
 		}
 	case TypeBoolean:
 		if _, ok := v.(bool); !ok {
-			add(DetailInvalidType, "Must be a boolean.")
+			wrongType("Must be a boolean.")
 			return
 		}
 	case TypeObject:
 		m, ok := v.(map[string]any)
 		if !ok {
-			add(DetailInvalidType, "Must be an object.")
+			wrongType("Must be an object.")
 			return
 		}
 		validateObject(at, p.Properties, m, out)
+		if p.Discriminator != "" && len(*out) == before {
+			validateVariant(at, p, m, out)
+		}
+	case TypeArray:
+		list, ok := v.([]any)
+		if !ok {
+			wrongType("Must be a list.")
+			return
+		}
+		if !countInBounds(len(list), p.MinItems, p.MaxItems, "items", add) {
+			return
+		}
+		if p.Items != nil {
+			for i, item := range list {
+				validateValue(at+"/"+strconv.Itoa(i), *p.Items, item, out)
+			}
+		}
+	case TypeStringMap:
+		m, ok := v.(map[string]any)
+		if !ok {
+			wrongType("Must be an object of strings.")
+			return
+		}
+		if !countInBounds(len(m), p.MinItems, p.MaxItems, "entries", add) {
+			return
+		}
+		item := Property{Type: TypeString}
+		if p.Items != nil {
+			item = *p.Items
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			kp := at + "/" + EscapePointer(k)
+			if p.KeyCheck != nil {
+				if code, msg := p.KeyCheck(k); code != "" {
+					*out = append(*out, Detail{Path: kp, Code: code, Message: msg})
+					continue
+				}
+			}
+			validateValue(kp, item, m[k], out)
+		}
+	}
+	if len(*out) > before {
 		return
 	}
 	if p.Check != nil {
 		if code, msg := p.Check(v); code != "" {
 			add(code, msg)
+		}
+	}
+}
+
+// countInBounds records INVALID_VALUE when n lies outside [min, max] (max 0: unbounded).
+func countInBounds(n, min, max int, what string, add func(code, msg string)) bool {
+	switch {
+	case max > 0 && min == max && n != min:
+		add(DetailInvalidValue, fmt.Sprintf("Must have exactly %d %s.", min, what))
+	case n < min:
+		add(DetailInvalidValue, fmt.Sprintf("Must have at least %d %s.", min, what))
+	case max > 0 && n > max:
+		add(DetailInvalidValue, fmt.Sprintf("Must have at most %d %s.", max, what))
+	default:
+		return true
+	}
+	return false
+}
+
+// validateVariant applies the variant the discriminator selects: its required keys must be
+// present and keys outside it are refused. An unknown discriminator value was already reported.
+func validateVariant(at string, p Property, m map[string]any, out *[]Detail) {
+	value, _ := m[p.Discriminator].(string)
+	var variant *Variant
+	for i := range p.Variants {
+		if p.Variants[i].Value == value {
+			variant = &p.Variants[i]
+		}
+	}
+	if variant == nil {
+		return
+	}
+	for _, q := range p.Properties {
+		if q.Name == p.Discriminator {
+			continue
+		}
+		_, present := m[q.Name]
+		switch {
+		case contains(variant.Required, q.Name) && !present:
+			*out = append(*out, Detail{Path: at + "/" + EscapePointer(q.Name), Code: DetailRequired,
+				Message: "This option is required when " + p.Discriminator + " is " + variant.Value + "."})
+		case present && !contains(variant.Required, q.Name) && !contains(variant.Optional, q.Name):
+			*out = append(*out, Detail{Path: at + "/" + EscapePointer(q.Name), Code: DetailUnknownField,
+				Message: "This option is not supported when " + p.Discriminator + " is " + variant.Value + "."})
 		}
 	}
 }

@@ -137,6 +137,7 @@ func (t *deployTiming) attrs(work queue.Work) []any {
 type revisionResult struct {
 	result
 	status         int                    // HTTP status of a dependency failure (log only)
+	statusReason   string                 // the dependency's reason word for that status (log only)
 	data           json.RawMessage        // result data of a terminal transition
 	runtimeFailure *driver.RuntimeFailure // evidence of a pending readiness observation
 	transient      bool                   // pending on a transient dependency (its code at the deadline)
@@ -200,6 +201,9 @@ func (w *Worker) revisionPass(a *activeClaim) (result, passReport, error) {
 	if r.status != 0 {
 		rep.attrs = append(rep.attrs, "status", r.status)
 	}
+	if r.statusReason != "" {
+		rep.attrs = append(rep.attrs, "reason", r.statusReason)
+	}
 	if r.refused != nil {
 		rep.attrs = append(rep.attrs, "refusal", *r.refused)
 	}
@@ -213,8 +217,18 @@ func (p *deployPass) permanent(code string) revisionResult {
 	return revisionResult{result: permanent(code)}
 }
 
-// failure maps an error of the pass (§3.7 step 19). A lost claim is returned as the error.
+// failure maps an error of the pass (§3.7 step 19) and keeps the HTTP answer that caused it for
+// the log. A lost claim is returned as the error.
 func (p *deployPass) failure(err error) (revisionResult, error) {
+	r, ferr := p.classifyFailure(err)
+	var hf driver.HTTPFailure
+	if ferr == nil && r.status == 0 && errors.As(err, &hf) {
+		r.status, r.statusReason = hf.HTTPStatus()
+	}
+	return r, ferr
+}
+
+func (p *deployPass) classifyFailure(err error) (revisionResult, error) {
 	if errors.Is(err, errClaimLost) {
 		return revisionResult{}, errClaimLost
 	}

@@ -6,13 +6,14 @@ package builtin
 import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/docker"
+	"github.com/openclaw/occ/internal/driver/kubernetes"
 	"github.com/openclaw/occ/internal/driver/simulated"
 )
 
 // ComputeRegistry returns a registry of every compiled-in Compute implementation: docker and
-// simulated (kubernetes joins later).
+// simulated (development only) and kubernetes (production).
 func ComputeRegistry() *driver.ComputeRegistry {
-	r, err := driver.NewComputeRegistry(docker.Implementation(), simulated.Implementation())
+	r, err := driver.NewComputeRegistry(docker.Implementation(), kubernetes.ComputeImplementation(), simulated.Implementation())
 	if err != nil {
 		panic(err) // a programming error in the static list above; covered by tests
 	}

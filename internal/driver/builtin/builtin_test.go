@@ -14,14 +14,14 @@ func TestComputeImplementations(t *testing.T) {
 	var names []string
 	for _, impl := range builtin.ComputeImplementations() {
 		names = append(names, impl.Name)
-		if impl.Production {
-			t.Errorf("%s is selectable in production", impl.Name)
+		if impl.Production != (impl.Name == "kubernetes") {
+			t.Errorf("%s: Production = %v", impl.Name, impl.Production)
 		}
 		if impl.Schema.JSONSchema()["additionalProperties"] != false {
 			t.Errorf("%s has an open schema", impl.Name)
 		}
 	}
-	if !reflect.DeepEqual(names, []string{"docker", "simulated"}) {
+	if !reflect.DeepEqual(names, []string{"docker", "kubernetes", "simulated"}) {
 		t.Fatalf("implementations = %v", names)
 	}
 }
@@ -42,8 +42,14 @@ func TestNewCompute(t *testing.T) {
 			t.Fatalf("NewCompute(%s) with an unknown option = %v", impl, err)
 		}
 	}
-	if _, err := builtin.NewCompute("kubernetes", "x", map[string]any{}, driver.Environment{}); driver.Code(err) != driver.CodeDriverImplementationUnknown {
-		t.Fatalf("NewCompute(kubernetes) = %v", err)
+	if _, err := builtin.NewCompute("kubernetes-v2", "x", map[string]any{}, driver.Environment{}); driver.Code(err) != driver.CodeDriverImplementationUnknown {
+		t.Fatalf("NewCompute(kubernetes-v2) = %v", err)
+	}
+	// kubernetes is selectable in production; its schema refuses an empty configuration.
+	var ce *driver.ConfigurationError
+	if _, err := builtin.NewCompute("kubernetes", "compute-kubernetes", map[string]any{}, driver.Environment{Production: true}); !errors.As(err, &ce) ||
+		ce.Details[0].Path != "/authentication" || ce.Details[0].Code != driver.DetailRequired {
+		t.Fatalf("NewCompute(kubernetes) with {} = %v", err)
 	}
 	c, err := builtin.DevelopmentCompute(driver.Environment{})
 	if err != nil || c.ID() != "compute-docker-development" || c.Implementation() != "docker" {

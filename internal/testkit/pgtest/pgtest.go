@@ -54,7 +54,7 @@ var (
 )
 
 // Main starts the cluster, runs the tests and stops it. Exits the process.
-func Main(m *testing.M) {
+func Main(m interface{ Run() int }) {
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pgtest:", err)
@@ -63,7 +63,7 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-func run(m *testing.M) (int, error) {
+func run(m interface{ Run() int }) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	c, err := start(ctx)
 	cancel()

@@ -1,0 +1,566 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
+)
+
+// defaultPodTerminationTimeout bounds a stop's wait for Pods (reference §3.13: 120 s).
+const defaultPodTerminationTimeout = 120 * time.Second
+
+// podPollInterval is how often a stop re-lists the Pods it waits for (reference §3.13: 100 ms).
+const podPollInterval = 100 * time.Millisecond
+
+// errPending ends a prepare pass early as "not ready" (a namespace or object still converging); it
+// never leaves the driver.
+var errPending = errors.New("kubernetes: pending")
+
+// PrepareRevision implements driver.Compute (reference §3.6): it checks the preconditions, applies
+// the revision's objects in stage order and reports readiness. Not ready is pending; errors are
+// typed driver errors wrapped with their stage (DescribePrepareFailure).
+func (d *Compute) PrepareRevision(ctx context.Context, rev driver.Revision, rc driver.RevisionContext) (driver.RevisionReadiness, error) {
+	notReady := driver.RevisionReadiness{NamespaceID: rev.NamespaceID, AgentID: rev.AgentID, RevisionID: rev.ID}
+	if !d.pinned(rev) {
+		return notReady, nil
+	}
+	if err := checkTopology(rev); err != nil {
+		return notReady, atStage(stagePrepareRevision, err)
+	}
+	if err := checkHarnessAuth(rev, rc); err != nil {
+		return notReady, atStage(stageHarnessAuth, err)
+	}
+	tn, err := findTenantNamespace(ctx, d.client, rev.NamespaceID)
+	if err != nil {
+		return notReady, atStage(stagePrepareRevision, err)
+	}
+	if tn == nil || !tn.Active {
+		return notReady, nil
+	}
+	p := newPlan(rev, tn.Name)
+	if err := d.apply(ctx, p, rc); err != nil {
+		if errors.Is(err, errPending) {
+			return notReady, nil
+		}
+		return notReady, err
+	}
+	r, err := d.observe(ctx, p)
+	return r, atStage(stagePrepareRevision, err)
+}
+
+// apply writes every object of the revision, in the order of reference §3.6.
+func (d *Compute) apply(ctx context.Context, p *plan, rc driver.RevisionContext) error {
+	// The namespace-level policies (default-deny first) come from EnsureNamespace; without them
+	// an Agent Pod would start unfenced.
+	for _, name := range tenantPolicyNames {
+		var np objectView
+		found, err := d.read(ctx, kube.NetworkPolicies, p.ns, name, &np)
+		if err != nil {
+			return atStage(stageNetworkPolicy, err)
+		}
+		if !found || !(owner{namespaceID: p.rev.NamespaceID}).owns(np.Metadata) {
+			return errPending
+		}
+	}
+	document, err := renderGatewayConfig(p.rev.Spec, d.cfg.GatewayTrustedProxyCIDRs)
+	if err != nil {
+		return atStage(stageGatewayConfiguration, err)
+	}
+	we, err := d.checkEnvironment(ctx, p, rc)
+	if err != nil {
+		return err
+	}
+	if err := d.ensureSnapshot(ctx, p, document); err != nil {
+		return atStage(stageGatewayConfigMap, err)
+	}
+	for _, sa := range p.serviceAccounts() {
+		if err := d.ensure(ctx, p, kube.ServiceAccounts, "ServiceAccount", p.agentOwner, sa); err != nil {
+			return atStage(stageServiceAccount, err)
+		}
+	}
+	for _, np := range p.networkPolicies() {
+		if err := d.ensure(ctx, p, kube.NetworkPolicies, "NetworkPolicy", p.agentOwner, np); err != nil {
+			return atStage(stageNetworkPolicy, err)
+		}
+	}
+	if p.dedicated {
+		if err := d.ensureClaim(ctx, p, p.claim(workspaceClaimName(p.rev.AgentID), workspaceSize, "")); err != nil {
+			return atStage(stageWorkspaceClaim, err)
+		}
+	}
+	if sc := d.cfg.GatewayStorageClassName; sc != "" {
+		if err := d.ensureClaim(ctx, p, p.claim(gatewayStateClaimName(p.rev.AgentID), gatewayStateSize, sc)); err != nil {
+			return atStage(stagePrivateStateClaim, err)
+		}
+	}
+	if err := d.ensureGateway(ctx, p, we); err != nil {
+		return atStage(stageGatewayDeployment, err)
+	}
+	if err := d.ensure(ctx, p, kube.Services, "Service", p.agentOwner, d.gatewayService(p)); err != nil {
+		return atStage(stageGatewayService, err)
+	}
+	if !p.dedicated {
+		return nil
+	}
+	if err := d.ensureAgentService(ctx, p); err != nil {
+		return atStage(stageHarnessService, err)
+	}
+	if err := d.ensure(ctx, p, kube.Deployments, "Deployment", p.revOwner, d.harnessDeployment(p, we)); err != nil {
+		return atStage(stageHarnessDeployment, err)
+	}
+	return nil
+}
+
+// read GETs one object into out; found is false on 404.
+func (d *Compute) read(ctx context.Context, res kube.Resource, namespace, name string, out any) (bool, error) {
+	err := d.client.Get(ctx, res.Path(namespace, name), out)
+	if kube.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, classify(err)
+	}
+	return true, nil
+}
+
+func objectName(obj kube.Object) string {
+	name, _ := obj["metadata"].(kube.Object)["name"].(string)
+	return name
+}
+
+// ensure server-side applies obj after proving that an existing object of that name is ours; a
+// terminating one is waited out.
+func (d *Compute) ensure(ctx context.Context, p *plan, res kube.Resource, kind string, o owner, obj kube.Object) error {
+	name := objectName(obj)
+	var v objectView
+	found, err := d.read(ctx, res, p.ns, name, &v)
+	if err != nil {
+		return err
+	}
+	if found && !o.owns(v.Metadata) {
+		return ownershipError(kind, name)
+	}
+	if found && v.Metadata.Terminating() {
+		return errPending
+	}
+	return classify(d.client.Apply(ctx, res.Path(p.ns, name), obj, nil))
+}
+
+type snapshotView struct {
+	Metadata  kube.Meta         `json:"metadata"`
+	Immutable *bool             `json:"immutable"`
+	Data      map[string]string `json:"data"`
+}
+
+// ensureSnapshot creates the immutable snapshot once; an existing one must be ours, immutable and
+// hold exactly the same document.
+func (d *Compute) ensureSnapshot(ctx context.Context, p *plan, document []byte) error {
+	var v snapshotView
+	found, err := d.read(ctx, kube.ConfigMaps, p.ns, p.snapshot, &v)
+	if err != nil {
+		return err
+	}
+	if found {
+		if !p.revOwner.owns(v.Metadata) || v.Immutable == nil || !*v.Immutable || len(v.Data) != 1 || v.Data[configKey] != string(document) {
+			return ownershipError("ConfigMap", p.snapshot)
+		}
+		return nil
+	}
+	return classify(d.client.Apply(ctx, kube.ConfigMaps.Path(p.ns, p.snapshot), p.snapshotConfigMap(document), nil))
+}
+
+type claimView struct {
+	Metadata kube.Meta `json:"metadata"`
+	Spec     struct {
+		AccessModes      []string `json:"accessModes"`
+		StorageClassName *string  `json:"storageClassName"`
+		VolumeMode       *string  `json:"volumeMode"`
+		Resources        struct {
+			Requests map[string]string `json:"requests"`
+		} `json:"resources"`
+	} `json:"spec"`
+}
+
+// ensureClaim creates a PVC once and otherwise only checks it: claims are never re-applied (their
+// spec is mostly immutable) and never waited for (a WaitForFirstConsumer class binds only once the
+// Pod exists).
+func (d *Compute) ensureClaim(ctx context.Context, p *plan, obj kube.Object) error {
+	name := objectName(obj)
+	var v claimView
+	found, err := d.read(ctx, kube.PVCs, p.ns, name, &v)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return classify(d.client.Apply(ctx, kube.PVCs.Path(p.ns, name), obj, nil))
+	}
+	if !p.agentOwner.owns(v.Metadata) {
+		return ownershipError("PersistentVolumeClaim", name)
+	}
+	if v.Metadata.Terminating() {
+		return errPending
+	}
+	spec := obj["spec"].(kube.Object)
+	size := spec["resources"].(kube.Object)["requests"].(kube.Object)["storage"].(string)
+	class, _ := spec["storageClassName"].(string)
+	if !slices.Equal(v.Spec.AccessModes, []string{"ReadWriteOnce"}) ||
+		(v.Spec.VolumeMode != nil && *v.Spec.VolumeMode != "Filesystem") ||
+		v.Spec.Resources.Requests["storage"] != size ||
+		(class != "" && (v.Spec.StorageClassName == nil || *v.Spec.StorageClassName != class)) {
+		return &driver.PermanentError{Code: CodeOwnershipConflict, Reason: "Refusing Kubernetes PersistentVolumeClaim " + name + " with a different specification."}
+	}
+	return nil
+}
+
+// ensureGateway applies the per-Agent gateway with this revision's template (Recreate replaces a
+// predecessor's Pod). A gateway already written for a newer revision is left alone: this revision
+// stays pending and the worker's supersession ends it.
+func (d *Compute) ensureGateway(ctx context.Context, p *plan, we workloadEnv) error {
+	var v objectView
+	found, err := d.read(ctx, kube.Deployments, p.ns, p.gateway, &v)
+	if err != nil {
+		return err
+	}
+	if found {
+		if !p.agentOwner.owns(v.Metadata) {
+			return ownershipError("Deployment", p.gateway)
+		}
+		if v.Metadata.Terminating() {
+			return errPending
+		}
+		if n, err := strconv.ParseInt(v.Metadata.Annotations[annotationAgentRevision], 10, 64); err == nil && n > p.rev.Number {
+			return errPending
+		}
+	}
+	return classify(d.client.Apply(ctx, kube.Deployments.Path(p.ns, p.gateway), d.gatewayDeployment(p, we), nil))
+}
+
+// ensureAgentService applies the dedicated Harness Service. The first deploy routes it to this
+// revision at once; later it points at the inactive selector until ActivateRevision switches it
+// (a repeated prepare of the routed revision keeps its route).
+func (d *Compute) ensureAgentService(ctx context.Context, p *plan) error {
+	var v serviceView
+	found, err := d.read(ctx, kube.Services, p.ns, p.agent, &v)
+	if err != nil {
+		return err
+	}
+	selector := p.harness
+	if found {
+		if !p.agentOwner.owns(v.Metadata) {
+			return ownershipError("Service", p.agent)
+		}
+		if v.Metadata.Terminating() {
+			return errPending
+		}
+		if v.Spec.Selector[labelName] != p.harness {
+			selector = p.inactiveSelector()
+		}
+	}
+	return classify(d.client.Apply(ctx, kube.Services.Path(p.ns, p.agent), p.agentService(selector, ""), nil))
+}
+
+type secretMetaView struct {
+	Metadata kube.Meta           `json:"metadata"`
+	Data     map[string]presence `json:"data"`
+}
+
+// presence decodes a Secret data entry without keeping its value: only the key survives.
+type presence struct{}
+
+func (*presence) UnmarshalJSON([]byte) error { return nil }
+
+// checkEnvironment turns the Secret references of rc into secretKeyRef variables after checking
+// that each Secret exists in the tenant namespace as the very object (UID) that was resolved.
+// Secret bindings go to the gateway; the model credential to the model-executing container.
+func (d *Compute) checkEnvironment(ctx context.Context, p *plan, rc driver.RevisionContext) (workloadEnv, error) {
+	var we workloadEnv
+	seen := map[string]bool{}
+	for _, n := range fixedEnvNames {
+		seen[n] = true
+	}
+	bindings := slices.Clone(rc.SecretEnvironment)
+	slices.SortFunc(bindings, func(a, b driver.SecretEnvironmentRef) int { return strings.Compare(a.Name, b.Name) })
+	for _, b := range bindings {
+		if b.Name == "" || seen[b.Name] {
+			return we, atStage(stageSecretEnvironment, &driver.PermanentError{Code: CodeConfigurationInvalid, Reason: "A Secret binding uses a reserved or duplicate environment variable name."})
+		}
+		seen[b.Name] = true
+		if err := d.checkSecretRef(ctx, p, b.Ref); err != nil {
+			return we, atStage(stageSecretEnvironment, err)
+		}
+		we.gatewaySecrets = append(we.gatewaySecrets, secretEnv(b.Name, b.Ref))
+	}
+	ha := rc.HarnessAuth
+	if ha == nil || ha.Ref == nil {
+		return we, nil
+	}
+	var name string
+	switch ha.Method {
+	case driver.HarnessAuthAPIKey:
+		name = "OPENAI_API_KEY"
+	case driver.HarnessAuthCodexPAT:
+		name = "CODEX_ACCESS_TOKEN"
+	default:
+		return we, nil // runtime authentication carries no Secret
+	}
+	if err := d.checkSecretRef(ctx, p, *ha.Ref); err != nil {
+		return we, atStage(stageHarnessAuth, err)
+	}
+	we.model = []any{secretEnv(name, *ha.Ref)}
+	return we, nil
+}
+
+func (d *Compute) checkSecretRef(ctx context.Context, p *plan, ref driver.SecretRef) error {
+	if ref.Name == "" || ref.Key == "" || ref.UID == "" || ref.NamespaceName != p.ns {
+		return &driver.PermanentError{Code: CodeConfigurationInvalid, Reason: "A Secret reference does not name a Secret of the tenant namespace."}
+	}
+	var v secretMetaView
+	found, err := d.read(ctx, kube.Secrets, p.ns, ref.Name, &v)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return &driver.PermanentError{Code: CodeConfigurationInvalid, Reason: "A referenced Secret does not exist."}
+	}
+	if v.Metadata.UID != ref.UID || v.Metadata.Terminating() {
+		return ownershipError("Secret", ref.Name)
+	}
+	if _, ok := v.Data[ref.Key]; !ok {
+		return &driver.PermanentError{Code: CodeConfigurationInvalid, Reason: "A referenced Secret has no such key."}
+	}
+	return nil
+}
+
+// forRevision matches a per-Agent object last written for revisionID.
+func forRevision(revisionID string) func(kube.Meta) bool {
+	return func(m kube.Meta) bool { return m.Annotations[annotationAgentRevisionID] == revisionID }
+}
+
+// deleteIf deletes an owned object for which match holds (nil: always), with its UID and
+// resourceVersion as preconditions, so an object rewritten meanwhile (for example a gateway just
+// taken over by the next revision) is re-read and re-judged instead of deleted. Absent is done.
+func (d *Compute) deleteIf(ctx context.Context, res kube.Resource, kind, namespace, name string, o owner, match func(kube.Meta) bool) error {
+	for range 4 {
+		var v objectView
+		found, err := d.read(ctx, res, namespace, name, &v)
+		if err != nil || !found {
+			return err
+		}
+		if !o.owns(v.Metadata) {
+			return ownershipError(kind, name)
+		}
+		if (match != nil && !match(v.Metadata)) || v.Metadata.Terminating() {
+			return nil
+		}
+		err = d.client.Delete(ctx, res.Path(namespace, name), v.Metadata.UID, v.Metadata.ResourceVersion)
+		if err == nil || kube.IsNotFound(err) {
+			return nil
+		}
+		if !kube.IsConflict(err) {
+			return classify(err)
+		}
+	}
+	return &driver.RetryableError{Code: CodeAPIRejected, Reason: "A Kubernetes " + kind + " kept changing while it was being deleted."}
+}
+
+// StopRevision implements driver.Compute (reference §3.13): it deletes the gateway Deployment when
+// it still carries this revision and the revision's Harness Deployment, then waits for their Pods.
+// PVCs, snapshots, ServiceAccounts, policies and Services stay: stop scales the Agent to zero and
+// keeps storage. A missing namespace is already stopped. While Pods terminate, a stop that may
+// yield returns *driver.StopYieldedError instead of blocking the worker.
+func (d *Compute) StopRevision(ctx context.Context, rev driver.Revision) error {
+	if !d.pinned(rev) {
+		return mismatchError()
+	}
+	tn, err := findTenantNamespace(ctx, d.client, rev.NamespaceID)
+	if err != nil || tn == nil {
+		return err
+	}
+	return d.stopWorkloads(ctx, newPlan(rev, tn.Name))
+}
+
+func (d *Compute) stopWorkloads(ctx context.Context, p *plan) error {
+	if err := d.deleteIf(ctx, kube.Deployments, "Deployment", p.ns, p.gateway, p.agentOwner, forRevision(p.rev.ID)); err != nil {
+		return err
+	}
+	if p.dedicated {
+		if err := d.deleteIf(ctx, kube.Deployments, "Deployment", p.ns, p.harness, p.revOwner, nil); err != nil {
+			return err
+		}
+	}
+	return d.waitPodsGone(ctx, p)
+}
+
+// waitPodsGone waits until no Pod of the revision is left (the garbage collector removes them
+// after their Deployment). It yields when the caller allows it and says other work waits, or at
+// the timeout when yields are allowed; otherwise the timeout is a retryable failure.
+func (d *Compute) waitPodsGone(ctx context.Context, p *plan) error {
+	timeout := d.cfg.PodTerminationTimeout
+	if timeout <= 0 {
+		timeout = defaultPodTerminationTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	sel := kube.Selector(labelManagedBy, managedByValue, labelNamespace, p.rev.NamespaceID, labelAgent, p.rev.AgentID, labelRevision, p.rev.ID)
+	yield := &driver.StopYieldedError{Reason: "Pods of the revision are still terminating."}
+	for {
+		var pods struct {
+			Items []objectView `json:"items"`
+		}
+		if err := d.client.List(ctx, kube.Pods.Path(p.ns, ""), sel, &pods); err != nil {
+			return classify(err)
+		}
+		if len(pods.Items) == 0 {
+			return nil
+		}
+		if driver.StopShouldYield(ctx) {
+			return yield
+		}
+		if time.Now().After(deadline) {
+			if driver.StopYieldAllowed(ctx) {
+				return yield
+			}
+			return &driver.RetryableError{Code: CodeStopTimeout, Reason: "Pods of the revision did not terminate in time."}
+		}
+		t := time.NewTimer(podPollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// RetireRevision implements driver.Compute: the stop teardown, then the revision's snapshot
+// ConfigMap, then the gateway Service (and the dedicated Agent Service) only while they were last
+// written for this revision, so a replacement's gateway and routes survive. Agent-level
+// ServiceAccounts, policies and PVCs stay for DeleteAgentRuntimeCredentials.
+func (d *Compute) RetireRevision(ctx context.Context, rev driver.Revision) error {
+	if !d.pinned(rev) {
+		return mismatchError()
+	}
+	tn, err := findTenantNamespace(ctx, d.client, rev.NamespaceID)
+	if err != nil || tn == nil {
+		return err
+	}
+	p := newPlan(rev, tn.Name)
+	if err := d.stopWorkloads(ctx, p); err != nil {
+		return err
+	}
+	if err := d.deleteIf(ctx, kube.ConfigMaps, "ConfigMap", p.ns, p.snapshot, p.revOwner, nil); err != nil {
+		return err
+	}
+	if err := d.deleteIf(ctx, kube.Services, "Service", p.ns, p.gateway, p.agentOwner, forRevision(rev.ID)); err != nil {
+		return err
+	}
+	if p.dedicated {
+		return d.deleteIf(ctx, kube.Services, "Service", p.ns, p.agent, p.agentOwner, forRevision(rev.ID))
+	}
+	return nil
+}
+
+// ActivateRevision implements driver.Activator: it re-checks readiness (ActivationPendingError
+// REVISION_NOT_READY otherwise), routes the dedicated Agent Service to this revision's Harness and
+// deletes Agent policies this revision does not write. Idempotent.
+func (d *Compute) ActivateRevision(ctx context.Context, rev driver.Revision, rc driver.RevisionContext) error {
+	if !d.pinned(rev) {
+		return mismatchError()
+	}
+	if err := checkTopology(rev); err != nil {
+		return err
+	}
+	if err := checkHarnessAuth(rev, rc); err != nil {
+		return err
+	}
+	tn, err := findTenantNamespace(ctx, d.client, rev.NamespaceID)
+	if err != nil {
+		return err
+	}
+	if tn == nil || !tn.Active {
+		return &driver.ActivationPendingError{Code: CodeRevisionNotReady}
+	}
+	p := newPlan(rev, tn.Name)
+	r, err := d.observe(ctx, p)
+	if err != nil {
+		return err
+	}
+	if !r.Ready {
+		return &driver.ActivationPendingError{Code: CodeRevisionNotReady}
+	}
+	if p.dedicated {
+		if err := d.ensure(ctx, p, kube.Services, "Service", p.agentOwner, p.agentService(p.harness, "")); err != nil {
+			if errors.Is(err, errPending) {
+				return &driver.ActivationPendingError{Code: CodeRevisionNotReady}
+			}
+			return err
+		}
+	}
+	return d.trimPolicies(ctx, p)
+}
+
+// trimPolicies deletes the Agent's NetworkPolicies that this revision's topology does not write.
+func (d *Compute) trimPolicies(ctx context.Context, p *plan) error {
+	var list struct {
+		Items []objectView `json:"items"`
+	}
+	sel := kube.Selector(labelManagedBy, managedByValue, labelNamespace, p.rev.NamespaceID, labelAgent, p.rev.AgentID)
+	if err := d.client.List(ctx, kube.NetworkPolicies.Path(p.ns, ""), sel, &list); err != nil {
+		return classify(err)
+	}
+	keep := p.agentPolicies()
+	o := owner{namespaceID: p.rev.NamespaceID, agentID: p.rev.AgentID}
+	for _, it := range list.Items {
+		if slices.Contains(keep, it.Metadata.Name) || !o.owns(it.Metadata) {
+			continue
+		}
+		if err := d.client.Delete(ctx, kube.NetworkPolicies.Path(p.ns, it.Metadata.Name), it.Metadata.UID, ""); err != nil && !kube.IsNotFound(err) && !kube.IsConflict(err) {
+			return classify(err)
+		}
+	}
+	return nil
+}
+
+// DeactivateRevision implements driver.Activator: a dedicated Agent Service that routes to this
+// revision is pointed back at the inactive selector, guarded by the resourceVersion it was read
+// at, so a concurrent switch to another revision is never undone. Embedded gateways have no
+// separate route to withdraw (their Service must list the gateway for readiness).
+func (d *Compute) DeactivateRevision(ctx context.Context, rev driver.Revision) error {
+	if !d.pinned(rev) {
+		return mismatchError()
+	}
+	if rev.ExecutionMode != driver.ExecutionDedicated {
+		return nil
+	}
+	tn, err := findTenantNamespace(ctx, d.client, rev.NamespaceID)
+	if err != nil || tn == nil {
+		return err
+	}
+	p := newPlan(rev, tn.Name)
+	for range 4 {
+		var v serviceView
+		found, err := d.read(ctx, kube.Services, p.ns, p.agent, &v)
+		if err != nil || !found {
+			return err
+		}
+		if !p.agentOwner.owns(v.Metadata) {
+			return ownershipError("Service", p.agent)
+		}
+		if v.Spec.Selector[labelName] != p.harness || v.Metadata.Terminating() {
+			return nil
+		}
+		err = d.client.Apply(ctx, kube.Services.Path(p.ns, p.agent), p.agentService(p.inactiveSelector(), v.Metadata.ResourceVersion), nil)
+		if err == nil {
+			return nil
+		}
+		if !kube.IsConflict(err) {
+			return classify(err)
+		}
+	}
+	return &driver.RetryableError{Code: CodeAPIRejected, Reason: "The Agent Service kept changing during deactivation."}
+}
