@@ -260,6 +260,13 @@ type RuntimeCredentialDeleter interface {
 	DeleteAgentRuntimeCredentials(ctx context.Context, agent AgentRef) error
 }
 
+// PrepareFailureDescriber maps an error of PrepareRevision to a stable diagnostic code and the stage
+// it came from, for the worker's worker.compute-prepare-failed line (Kubernetes: KUBERNETES_* codes
+// and stages such as gateway_deployment).
+type PrepareFailureDescriber interface {
+	DescribePrepareFailure(err error) (code, stage string)
+}
+
 // ExclusiveReplacement means the driver cannot run a revision next to its predecessors: the worker
 // stops every earlier revision before preparing rev (Kubernetes: dedicated revisions).
 type ExclusiveReplacement interface {

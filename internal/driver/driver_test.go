@@ -68,31 +68,38 @@ func TestObjectSchemaValidate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := testSchema().Validate(tc.cfg)
-			if tc.want == nil {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			var ce *driver.ConfigurationError
-			if !errors.As(err, &ce) {
-				t.Fatalf("Validate: %v, want *ConfigurationError", err)
-			}
-			var got []driver.Detail
-			for _, d := range ce.Details {
-				if d.Message == "" || strings.Contains(d.Message, secretish) {
-					t.Errorf("detail %s has an unsafe message %q", d.Path, d.Message)
-				}
-				got = append(got, driver.Detail{Path: d.Path, Code: d.Code})
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("details = %v, want %v", got, tc.want)
-			}
-			if strings.Contains(err.Error(), secretish) || driver.Code(err) != driver.CodeDriverConfigurationInvalid {
-				t.Fatalf("error %q (code %q) leaks a value or has the wrong code", err, driver.Code(err))
-			}
+			checkDetails(t, testSchema(), tc.cfg, tc.want)
 		})
+	}
+}
+
+// checkDetails validates cfg against schema and compares the details' paths and codes with want
+// (nil: valid); messages must be present and never repeat the submitted value.
+func checkDetails(t *testing.T, schema driver.ObjectSchema, cfg map[string]any, want []driver.Detail) {
+	t.Helper()
+	err := schema.Validate(cfg)
+	if want == nil {
+		if err != nil {
+			t.Fatalf("Validate: %v", err)
+		}
+		return
+	}
+	var ce *driver.ConfigurationError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Validate: %v, want *ConfigurationError", err)
+	}
+	var got []driver.Detail
+	for _, d := range ce.Details {
+		if d.Message == "" || strings.Contains(d.Message, secretish) {
+			t.Errorf("detail %s has an unsafe message %q", d.Path, d.Message)
+		}
+		got = append(got, driver.Detail{Path: d.Path, Code: d.Code})
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("details = %v, want %v", got, want)
+	}
+	if strings.Contains(err.Error(), secretish) || driver.Code(err) != driver.CodeDriverConfigurationInvalid {
+		t.Fatalf("error %q (code %q) leaks a value or has the wrong code", err, driver.Code(err))
 	}
 }
 
@@ -454,27 +461,7 @@ func TestCollectionsAndVariants(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := collectionSchema().Validate(tc.cfg)
-			if tc.want == nil {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			var ce *driver.ConfigurationError
-			if !errors.As(err, &ce) {
-				t.Fatalf("Validate: %v, want *ConfigurationError", err)
-			}
-			var got []driver.Detail
-			for _, d := range ce.Details {
-				if d.Message == "" || strings.Contains(d.Message, secretish) {
-					t.Errorf("detail %s has an unsafe message %q", d.Path, d.Message)
-				}
-				got = append(got, driver.Detail{Path: d.Path, Code: d.Code})
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("details = %v, want %v", got, tc.want)
-			}
+			checkDetails(t, collectionSchema(), tc.cfg, tc.want)
 		})
 	}
 	// TypeMessage replaces the type sentence.

@@ -104,6 +104,7 @@ var allowedFields = map[string]rule{
 	"route":           ruleRoute,
 	"sandboxDriverId": ruleScalar,
 	"signal":          ruleScalar,
+	"stage":           ruleScalar,
 	"status":          ruleScalar,
 	"step":            ruleScalar,
 	"stopYields":      ruleScalar,

@@ -46,6 +46,11 @@ var progressMessages = map[string]string{
 	"LEASE_EXPIRED":                   "The previous reconciliation claim expired; reconciliation resumes.",
 	"ACTIVE_REVISION_RECOVERY":        "The claim expired after publication; activation will finish.",
 	"REFUSED_CANDIDATE_STOP_PENDING":  "A refused candidate is being stopped; reconciliation will retry.",
+	// Ours: upstream lists no message for the two stop yields.
+	"PREDECESSOR_STOP_YIELDED": "The previous version is still stopping; deployment continues once it has stopped.",
+	"AGENT_STOP_YIELDED":       "The Agent's runtime is still stopping; reconciliation will continue.",
+	"KUBERNETES_API_TIMEOUT":   "The Kubernetes API did not answer in time; reconciliation will retry.",
+	"KUBERNETES_API_REJECTED":  "The Kubernetes API refused a request; reconciliation will retry.",
 }
 
 // ProgressOf maps an evidence code to the code and fixed message deployment progress reports.

@@ -646,6 +646,7 @@ func (p *deployPass) prepare() (driver.RevisionReadiness, error) {
 		if p.exclusive {
 			p.forgetPredecessors() // the next pass sweeps again
 		}
+		p.logPrepareFailure(err)
 		return obs, err
 	}
 	if err := driver.CheckRevisionReadiness(rev, obs); err != nil {
@@ -665,6 +666,21 @@ func (p *deployPass) prepare() (driver.RevisionReadiness, error) {
 		}
 	})
 	return obs, nil
+}
+
+// logPrepareFailure writes worker.compute-prepare-failed with the driver's diagnostic code and
+// stage when the Compute Driver describes its failures; a lost claim or an ended pass is not a
+// driver failure.
+func (p *deployPass) logPrepareFailure(err error) {
+	d, ok := p.w.cfg.Compute.(driver.PrepareFailureDescriber)
+	if !ok || errors.Is(err, errClaimLost) || driver.IsContextError(err) {
+		return
+	}
+	code, stage := d.DescribePrepareFailure(err)
+	rev := p.candidate.driverRevision()
+	p.w.log.Error("worker.compute-prepare-failed", "namespaceId", p.work.NamespaceID, "agentId", rev.AgentID,
+		"revisionId", rev.ID, "workId", p.work.Key, "attempt", p.a.claim.Attempt(),
+		"code", queue.SafeCode(code), "stage", queue.SafeCode(stage), "errorClass", driver.ErrorClass(err))
 }
 
 // pendingReadiness is the pending result of a not-ready observation.
