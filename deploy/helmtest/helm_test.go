@@ -90,23 +90,6 @@ func TestChartRendersAndTheAPIServerAcceptsEveryObject(t *testing.T) {
 	}
 }
 
-// TestChartRefusesMissingRequiredValues: rendering without the required values fails with the
-// chart's own message instead of producing broken objects.
-func TestChartRefusesMissingRequiredValues(t *testing.T) {
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, map[string]any{}, chartutil.ReleaseOptions{Name: releaseName, Namespace: releaseNamespace, IsInstall: true}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = engine.Render(ch, vals)
-	if err == nil || !strings.Contains(err.Error(), "is required") {
-		t.Fatalf("render without required values: %v", err)
-	}
-}
-
 type object map[string]any
 
 func (o object) kind() string { s, _ := o["kind"].(string); return s }
@@ -127,19 +110,7 @@ func render(t *testing.T, values string) []object {
 // renderIn renders the chart into namespace.
 func renderIn(t *testing.T, values, namespace string) []object {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var overrides map[string]any
-	if err := yaml.Unmarshal([]byte(values), &overrides); err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, overrides, chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, IsInstall: true}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Render(ch, vals)
+	files, err := renderFiles(values, namespace)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
@@ -174,6 +145,24 @@ func renderIn(t *testing.T, values, namespace string) []object {
 		t.Fatal("the chart rendered no objects")
 	}
 	return out
+}
+
+// renderFiles renders the chart with values (YAML) merged over values.yaml into namespace, as
+// `helm install -n namespace` would: template file name to rendered text.
+func renderFiles(values, namespace string) (map[string]string, error) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, err
+	}
+	var overrides map[string]any
+	if err := yaml.Unmarshal([]byte(values), &overrides); err != nil {
+		return nil, err
+	}
+	vals, err := chartutil.ToRenderValues(ch, overrides, chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Render(ch, vals)
 }
 
 // resources maps the kinds the chart renders to their API paths.
