@@ -462,8 +462,8 @@ func TestKubernetesAPIServerOutageDuringDeployment(t *testing.T) {
 	s.waitDeployment(t, agentPath, rev, "succeeded")
 }
 
-// TestWorkerPreflightAgainstAnUnreachableAPIServer: the worker refuses to start, naming the code,
-// host and port.
+// TestWorkerPreflightAgainstAnUnreachableAPIServer: the worker and the API refuse to start, naming
+// the code, host and port.
 func TestWorkerPreflightAgainstAnUnreachableAPIServer(t *testing.T) {
 	t.Parallel()
 	c := kubetest.Shared(t)
@@ -483,5 +483,15 @@ func TestWorkerPreflightAgainstAnUnreachableAPIServer(t *testing.T) {
 	ev := w.events(true, "worker.startup-error")
 	if len(ev) != 1 || ev[0]["code"] != "KUBERNETES_API_UNAVAILABLE" || ev[0]["host"] != "127.0.0.1" || ev[0]["port"] != float64(port) {
 		t.Fatalf("startup error %v\n%s", ev, w.stderr.String())
+	}
+	// The API runs the same preflight before it serves.
+	a := run(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": inst.db.AppURL, "OCC_CONFIG_PATH": path,
+		"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(freePort(t))}, "api")
+	if code := a.exitCode(); code == 0 {
+		t.Fatal("the API started against an unreachable API server")
+	}
+	ev = a.events(true, "startup-error")
+	if len(ev) != 1 || ev[0]["code"] != "KUBERNETES_API_UNAVAILABLE" || ev[0]["port"] != float64(port) {
+		t.Fatalf("API startup error %v\n%s", ev, a.stderr.String())
 	}
 }

@@ -65,6 +65,13 @@ func runAPI(ctx context.Context, env Env) error {
 		return startupConfigFailure(env, apiService, apiStartupError, err)
 	}
 	log := obs.NewLogger(env.Stdout, apiService, startup.LogLevel)
+	// Kubernetes is checked by both processes, as upstream does (the API answers for the cluster's
+	// Secrets and Configurations too); the development Docker Engine is the worker's concern only.
+	if startup.Compute.Implementation == installcfg.ImplementationKubernetes {
+		if err := computePreflight(ctx, env, apiService, apiStartupError, codeStartupFailed, compute, log); err != nil {
+			return err
+		}
+	}
 
 	poolCfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"log/slog"
+	"time"
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/builtin"
@@ -154,4 +157,32 @@ func storageSelectionError(capability string, err error) error {
 		details = []installcfg.Detail{{Path: "/drivers/" + capability + "/implementation", Code: "INVALID_VALUE", Message: "The implementation is not available here."}}
 	}
 	return &installcfg.Error{Code: installcfg.CodeDriverConfigurationInvalid, Message: "The startup configuration selects a " + capability + " Driver that cannot be built.", Details: details}
+}
+
+// computePreflight runs the Compute Driver's preflight before a process serves or claims anything:
+// a refusal writes one startup-error line (with code, host and port for a *driver.PreflightError)
+// and returns the exit error; warnings are logged as compute.preflight-warning and startup goes on.
+func computePreflight(ctx context.Context, env Env, service, event, fallbackCode string, compute driver.Compute, log *slog.Logger) error {
+	p, ok := compute.(driver.Preflighter)
+	if !ok {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	warnings, err := p.Preflight(pctx)
+	cancel()
+	if err != nil {
+		var pe *driver.PreflightError
+		if errors.As(err, &pe) {
+			obs.NewLogger(env.Stderr, service, slog.LevelInfo).Error(event,
+				"code", pe.Code, "message", "The Compute Driver preflight failed.", "host", pe.Host, "port", pe.Port,
+				"computeDriverId", compute.ID())
+			return exitError{Code: 1}
+		}
+		obs.WriteStartupFailure(env.Stderr, service, event, fallbackCode, "The Compute Driver preflight failed.", nil)
+		return exitError{Code: 1}
+	}
+	for _, w := range warnings {
+		log.Warn("compute.preflight-warning", "computeDriverId", compute.ID(), "code", w.Code, "message", w.Message)
+	}
+	return nil
 }

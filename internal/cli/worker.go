@@ -3,13 +3,11 @@ package cli
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/metrics"
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/queue"
@@ -67,23 +65,8 @@ func runWorker(ctx context.Context, env Env) error {
 		return fail(failure.code, failure.message)
 	}
 
-	if p, ok := compute.(driver.Preflighter); ok {
-		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		warnings, err := p.Preflight(pctx)
-		cancel()
-		if err != nil {
-			var pe *driver.PreflightError
-			if errors.As(err, &pe) {
-				obs.NewLogger(env.Stderr, workerService, slog.LevelInfo).Error(workerStartupError,
-					"code", pe.Code, "message", "The Compute Driver preflight failed.", "host", pe.Host, "port", pe.Port,
-					"computeDriverId", compute.ID())
-				return exitError{Code: 1}
-			}
-			return fail(codeWorkerStartup, "The Compute Driver preflight failed.")
-		}
-		for _, w := range warnings {
-			log.Warn("compute.preflight-warning", "computeDriverId", compute.ID(), "code", w.Code, "message", w.Message)
-		}
+	if err := computePreflight(ctx, env, workerService, workerStartupError, codeWorkerStartup, compute, log); err != nil {
+		return err
 	}
 
 	var recorder worker.Recorder
@@ -103,6 +86,7 @@ func runWorker(ctx context.Context, env Env) error {
 		Concurrency:    cfg.Concurrency, PollInterval: cfg.PollInterval, ConvergenceTimeout: cfg.ConvergenceTimeout,
 		DatabaseTimeout: cfg.DatabaseTimeout, Logger: log, Metrics: recorder,
 		ReadinessPath: cfg.ReadinessPath, LivenessPath: cfg.LivenessPath,
+		EventLogPath:  cfg.EventLogPath, // OCC_WORKER_EVENT_LOG: verification aid
 		Notifications: worker.Listen(ctx, pool, log),
 	})
 	if err != nil {
