@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -284,7 +283,7 @@ func pemPair(certData, certFile, keyData, keyFile string, rel func(string) strin
 	cert, err1 := load(certData, certFile)
 	key, err2 := load(keyData, keyFile)
 	if err1 != nil || err2 != nil || (cert == nil) != (key == nil) {
-		return nil, nil, &ConfigError{Path: "authentication/context", Message: fmt.Sprintf("The user's client certificate and key must both be readable.")}
+		return nil, nil, &ConfigError{Path: "authentication/context", Message: "The user's client certificate and key must both be readable."}
 	}
 	return cert, key, nil
 }
