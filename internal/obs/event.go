@@ -20,6 +20,7 @@ const (
 	EventWorkerComputePrepareFailed  = "worker.compute-prepare-failed"
 	EventWorkerHealth                = "worker.health"
 	EventSignInLimited               = "authentication.sign-in-limited"
+	EventHTTPDependencyUnavailable   = "http.dependency_unavailable"
 )
 
 var eventPattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,127}$`)
@@ -54,14 +55,15 @@ var detailEvents = map[string]bool{
 
 // Severity is the level an event is written at, derived from its name alone: names
 // ending ".error", "-error", ".failed" or "-failed" are ERROR; names ending ".warning"
-// or "-warning", and "authentication.sign-in-limited", are WARN; "worker.health" is
-// DEBUG; everything else (including an invalid name, written as "occ.event") is INFO.
+// or "-warning", "authentication.sign-in-limited" and "http.dependency_unavailable" (upstream's
+// levels) are WARN; "worker.health" is DEBUG; everything else (including an invalid name,
+// written as "occ.event") is INFO.
 func Severity(event string) slog.Level {
 	event = eventName(event)
 	switch {
 	case hasAnySuffix(event, ".error", "-error", ".failed", "-failed"):
 		return slog.LevelError
-	case hasAnySuffix(event, ".warning", "-warning"), event == EventSignInLimited:
+	case hasAnySuffix(event, ".warning", "-warning"), event == EventSignInLimited, event == EventHTTPDependencyUnavailable:
 		return slog.LevelWarn
 	case event == EventWorkerHealth:
 		return slog.LevelDebug

@@ -80,6 +80,7 @@ func TestSeverityBySuffix(t *testing.T) {
 		{"something.warning", slog.LevelWarn},
 		{"authentication.sign-in-limited", slog.LevelWarn},
 		{"authentication.sign-in-limited-x", slog.LevelInfo},
+		{"http.dependency_unavailable", slog.LevelWarn},
 		{"worker.health", slog.LevelDebug},
 		{"worker.health.x", slog.LevelInfo},
 		{"worker.completed", slog.LevelInfo},
