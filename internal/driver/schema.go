@@ -3,6 +3,7 @@ package driver
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/openclaw/occ/internal/obs"
 	"math"
 	"regexp"
 	"sort"
@@ -10,14 +11,14 @@ import (
 	"strings"
 )
 
-// Detail codes of ConfigurationError (the API's detail vocabulary, SPEC §5).
+// Detail codes of ConfigurationError (the API's detail vocabulary, SPEC §5; from obs).
 const (
-	DetailRequired      = "REQUIRED"
-	DetailUnknownField  = "UNKNOWN_FIELD"
-	DetailInvalidType   = "INVALID_TYPE"
-	DetailInvalidFormat = "INVALID_FORMAT"
-	DetailInvalidValue  = "INVALID_VALUE"
-	DetailTooLong       = "TOO_LONG"
+	DetailRequired      = obs.DetailRequired
+	DetailUnknownField  = obs.DetailUnknownField
+	DetailInvalidType   = obs.DetailInvalidType
+	DetailInvalidFormat = obs.DetailInvalidFormat
+	DetailInvalidValue  = obs.DetailInvalidValue
+	DetailTooLong       = obs.DetailTooLong
 )
 
 // MaxDetails bounds ConfigurationError.Details, as the startup error contract does.

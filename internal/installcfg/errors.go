@@ -20,15 +20,15 @@ const (
 	CodeConfigEnvInvalid = "CONFIG_ENV_INVALID"
 )
 
-// Detail codes (the public API error-detail vocabulary).
+// Detail codes (the public API error-detail vocabulary, from obs).
 const (
-	DetailRequired      = "REQUIRED"
-	DetailUnknownField  = "UNKNOWN_FIELD"
-	DetailInvalidType   = "INVALID_TYPE"
-	DetailInvalidFormat = "INVALID_FORMAT"
-	DetailInvalidValue  = "INVALID_VALUE"
-	DetailTooLong       = "TOO_LONG"
-	DetailTooDeep       = "TOO_DEEP"
+	DetailRequired      = obs.DetailRequired
+	DetailUnknownField  = obs.DetailUnknownField
+	DetailInvalidType   = obs.DetailInvalidType
+	DetailInvalidFormat = obs.DetailInvalidFormat
+	DetailInvalidValue  = obs.DetailInvalidValue
+	DetailTooLong       = obs.DetailTooLong
+	DetailTooDeep       = obs.DetailTooDeep
 )
 
 // MaxDetails bounds the details of one Error.

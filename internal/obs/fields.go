@@ -17,6 +17,19 @@ const maxSafeInteger = 1<<53 - 1
 // maxDetails bounds the configuration diagnostics on a startup failure.
 const maxDetails = 32
 
+// Detail codes: the one vocabulary of Detail.Code shared by the API's error details, the settings,
+// the startup YAML and the drivers' configuration schemas (api-iam §1.1). Packages re-export the
+// codes they use under the same names.
+const (
+	DetailRequired      = "REQUIRED"
+	DetailUnknownField  = "UNKNOWN_FIELD"
+	DetailInvalidType   = "INVALID_TYPE"
+	DetailInvalidFormat = "INVALID_FORMAT"
+	DetailInvalidValue  = "INVALID_VALUE"
+	DetailTooLong       = "TOO_LONG"
+	DetailTooDeep       = "TOO_DEEP"
+)
+
 // Detail is one configuration diagnostic of a startup failure: a JSON Pointer into
 // the rejected document and an UPPER_SNAKE code. Submitted values are never part of it.
 type Detail struct {

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"github.com/openclaw/occ/internal/obs"
 	"net/http"
 	"strings"
 	"time"
@@ -30,15 +31,15 @@ const (
 	CodeUnknownOutcome         = "UNKNOWN_OUTCOME"
 )
 
-// Detail codes of an error's details (api-iam §1.1).
+// Detail codes of an error's details (api-iam §1.1; the vocabulary lives in obs).
 const (
-	DetailRequired      = "REQUIRED"
-	DetailUnknownField  = "UNKNOWN_FIELD"
-	DetailInvalidType   = "INVALID_TYPE"
-	DetailInvalidFormat = "INVALID_FORMAT"
-	DetailInvalidValue  = "INVALID_VALUE"
-	DetailTooLong       = "TOO_LONG"
-	DetailTooDeep       = "TOO_DEEP"
+	DetailRequired      = obs.DetailRequired
+	DetailUnknownField  = obs.DetailUnknownField
+	DetailInvalidType   = obs.DetailInvalidType
+	DetailInvalidFormat = obs.DetailInvalidFormat
+	DetailInvalidValue  = obs.DetailInvalidValue
+	DetailTooLong       = obs.DetailTooLong
+	DetailTooDeep       = obs.DetailTooDeep
 )
 
 // MaxDetails bounds an error's details.

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"fmt"
+	"github.com/openclaw/occ/internal/obs"
 	"net"
 	"strconv"
 	"strings"
@@ -43,12 +44,12 @@ const (
 	CodeInstallationNameInvalid = "INSTALLATION_NAME_INVALID"
 )
 
-// Detail codes (Detail.Code), the API detail vocabulary.
+// Detail codes (Detail.Code), the API detail vocabulary (from obs).
 const (
-	DetailRequired      = "REQUIRED"
-	DetailInvalidFormat = "INVALID_FORMAT"
-	DetailInvalidValue  = "INVALID_VALUE"
-	DetailTooLong       = "TOO_LONG"
+	DetailRequired      = obs.DetailRequired
+	DetailInvalidFormat = obs.DetailInvalidFormat
+	DetailInvalidValue  = obs.DetailInvalidValue
+	DetailTooLong       = obs.DetailTooLong
 )
 
 // DatabaseURLMessage is the operator-facing message for an invalid or missing database URL.
