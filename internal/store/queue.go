@@ -102,12 +102,16 @@ func GetWork(ctx context.Context, db DBTX, key string) (WorkRecord, error) {
 // attempt + 1, a fresh token and a lease measured on the database clock. Rows are skipped, not
 // waited for, when another claimer holds them. Two claimers that pick different rows of one lane
 // collide on controller_work_one_claim_per_resource (23505); the caller retries.
+//
+// Due rows are compared with statement_timestamp(), not clock_timestamp(): a volatile function
+// cannot bound an index scan, and with 10 000 rows waiting in backoff every claim read them all
+// (391 buffers, 2.15 ms instead of 6 buffers, 0.03 ms; docs/performance.md).
 func ClaimWork(ctx context.Context, db DBTX, limit, maxAttempts int, lease time.Duration) ([]WorkRecord, error) {
 	rows, err := db.Query(ctx, `
 WITH locked AS (
   SELECT w.idempotency_key, COALESCE(w.agent_id, w.namespace_id) AS lane, w.available_at, w.created_at
     FROM occ.controller_work w
-   WHERE w.state = 'queued' AND w.available_at <= clock_timestamp() AND w.attempt_count < $2
+   WHERE w.state = 'queued' AND w.available_at <= statement_timestamp() AND w.attempt_count < $2
      AND NOT EXISTS (SELECT 1 FROM occ.controller_work f
                       WHERE f.state = 'claimed'
                         AND COALESCE(f.agent_id, f.namespace_id) = COALESCE(w.agent_id, w.namespace_id))
