@@ -21,8 +21,8 @@ test: vet kube-bin ## Vet, then run every test (private PostgreSQL and Kubernete
 kube-bin: ## Build etcd, kube-apiserver and kube-controller-manager for the tests when missing (first time ~10 min)
 	tools/kube/build.sh
 
-bench: ## Hot-path benchmarks (compare runs with benchstat)
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/iam/
+bench: ## Every benchmark, one table of figures (BENCH_FULL=1: scalecheck at full size); docs/performance.md
+	cd bench && $(GO) run ./cmd/benchall
 
 IMAGE ?= occ:dev
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/openclaw/occ/bench/internal/figures"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -41,6 +42,8 @@ type config struct {
 
 	riverFetchCooldown time.Duration
 	riverFetchPoll     time.Duration
+
+	jsonOut string // -json: figures for cmd/benchall
 }
 
 // result is what one engine's burn-down measured.
@@ -71,6 +74,7 @@ func main() {
 	flag.BoolVar(&c.occRecover, "occ-recover", true, "OCC: run RecoverStale at the start of every claim round, as the worker does")
 	flag.DurationVar(&c.riverFetchCooldown, "river-fetch-cooldown", 2*time.Millisecond, "River FetchCooldown of engine river (riverbench uses 2ms; River's default is 100ms: engine river-defaults)")
 	flag.DurationVar(&c.riverFetchPoll, "river-fetch-poll-interval", 20*time.Millisecond, "River FetchPollInterval of engine river (riverbench uses 20ms; default 1s)")
+	flag.StringVar(&c.jsonOut, "json", "", "also write the figures as JSON to this file (for cmd/benchall)")
 	flag.Parse()
 	if c.poolSize <= 0 {
 		c.poolSize = c.workers + 4
@@ -165,7 +169,20 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	printReport(os.Stdout, c, settings, results)
-	return nil
+	return writeFigures(c, settings, results)
+}
+
+// writeFigures writes the summary table's figures for cmd/benchall (-json).
+func writeFigures(c config, s settings, results []result) error {
+	rep := figures.Report{Tool: "queuebench",
+		Notes: []string{fmt.Sprintf("n=%d workers=%d; %s", c.n, c.workers, s.summary)}}
+	for _, r := range results {
+		jobs := float64(r.jobs)
+		rep.Add("queuebench "+r.engine+" burn-down", jobs/r.elapsed.Seconds(), "jobs/s")
+		rep.Add("queuebench "+r.engine+" commits", float64(r.after.xactCommit-r.before.xactCommit)/jobs, "commits/job")
+		rep.Add("queuebench "+r.engine+" WAL", float64(r.after.walBytes-r.before.walBytes)/jobs, "bytes/job")
+	}
+	return rep.Write(c.jsonOut)
 }
 
 // benchDatabase (re)creates an empty database for one engine.

@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/openclaw/occ/bench/internal/figures"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/store"
@@ -53,6 +54,7 @@ type config struct {
 	terminal    int
 	plansOut    string
 	keep        bool
+	jsonOut     string // -json: figures for cmd/benchall
 }
 
 func main() {
@@ -65,6 +67,7 @@ func main() {
 	flag.IntVar(&c.terminal, "terminal-work", 1000000, "terminal controller_work rows (each with one evidence row)")
 	flag.StringVar(&c.plansOut, "plans", "", "write every captured plan in full to this file")
 	flag.BoolVar(&c.keep, "keep", false, "keep database occ_scale (with -database-url only)")
+	flag.StringVar(&c.jsonOut, "json", "", "also write the figures as JSON to this file (for cmd/benchall)")
 	flag.Parse()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -277,7 +280,7 @@ SET client_min_messages = notice; SET ROLE `+appRole)
 	}
 	flushPlans()
 	printReport(results)
-	return failures, nil
+	return failures, writeFigures(c, results, failures)
 }
 
 func isDuplicate(err error) bool {
@@ -551,6 +554,22 @@ func percentile(s []time.Duration, p float64) time.Duration {
 }
 
 func fmtDur(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+// writeFigures writes each operation's median and p99, and the plan check, for cmd/benchall (-json).
+func writeFigures(c config, results []result, failures []string) error {
+	size := fmt.Sprintf("%d Namespaces", c.namespaces)
+	rep := figures.Report{Tool: "scalecheck", Notes: []string{fmt.Sprintf(
+		"namespaces=%d agents=%d bindings=%d terminal-work=%d n=%d", c.namespaces, c.namespaces*c.agentsPerNS, c.bindings, c.terminal, c.iterations)}}
+	for _, r := range results {
+		if len(r.samples) == 0 {
+			continue
+		}
+		rep.Add("scalecheck "+r.name+" median ("+size+")", figures.Ms(percentile(r.samples, 0.5)), "ms")
+		rep.Add("scalecheck "+r.name+" p99 ("+size+")", figures.Ms(percentile(r.samples, 0.99)), "ms")
+	}
+	rep.Add("scalecheck plans scanning a large table sequentially, or failed ("+size+")", float64(len(failures)), "operations")
+	return rep.Write(c.jsonOut)
+}
 
 func printReport(results []result) {
 	fmt.Printf("\n%-36s %6s %10s %10s %10s  %s\n", "operation", "n", "median", "p99", "max", "seq scan of a large table")
