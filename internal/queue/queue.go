@@ -288,7 +288,8 @@ func (q *Queue) Complete(ctx context.Context, db store.DBTX, c Claim, code strin
 	if code == "" {
 		code = CodeReconcileSucceeded
 	}
-	return fenced(store.CompleteWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
+	w, err := fenced(store.CompleteWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
+	return observe(ctx, "complete", code, w, err)
 }
 
 // DeferOptions shape a convergence wait (worker-lifecycle §2.4 defer).
@@ -304,21 +305,44 @@ type DeferOptions struct {
 
 // Defer requeues the claim without spending its attempt.
 func (q *Queue) Defer(ctx context.Context, db store.DBTX, c Claim, code string, o DeferOptions) (Work, error) {
-	return fenced(store.DeferWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), store.DeferOptions{
+	w, err := fenced(store.DeferWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), store.DeferOptions{
 		Delay: o.Delay, Jitter: q.jitter(), RecordEvidence: !o.SkipEvidence, RepeatEvidence: o.RepeatEvidence,
 		Refusal: o.Refusal, StopYielded: o.StopYielded,
 	}))
+	return observe(ctx, "defer", code, w, err)
 }
 
 // Retry spends the claimed attempt: requeued with full-jitter backoff, or failed_permanent with
 // code once the budget is exhausted (the returned row says which).
 func (q *Queue) Retry(ctx context.Context, db store.DBTX, c Claim, code string) (Work, error) {
-	return fenced(store.RetryWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), q.opts.MaxAttempts, q.jitter()))
+	w, err := fenced(store.RetryWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), q.opts.MaxAttempts, q.jitter()))
+	return observe(ctx, "retry", code, w, err)
 }
 
 // Fail ends the claim as failed_permanent with code and optional result data.
 func (q *Queue) Fail(ctx context.Context, db store.DBTX, c Claim, code string, result json.RawMessage) (Work, error) {
-	return fenced(store.FailWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
+	w, err := fenced(store.FailWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
+	return observe(ctx, "fail", code, w, err)
+}
+
+// TransitionObserver sees each fenced transition (complete, defer, retry, fail) made with a
+// context from WithTransitionObserver: the worker's event log records what a finalization
+// transaction published. It runs before the transaction commits.
+type TransitionObserver func(op, code string, w Work, err error)
+
+type observerKey struct{}
+
+// WithTransitionObserver returns ctx carrying fn.
+func WithTransitionObserver(ctx context.Context, fn TransitionObserver) context.Context {
+	return context.WithValue(ctx, observerKey{}, fn)
+}
+
+// observe passes a transition's result to the context's observer, if any, and returns it.
+func observe(ctx context.Context, op, code string, w Work, err error) (Work, error) {
+	if fn, ok := ctx.Value(observerKey{}).(TransitionObserver); ok {
+		fn(op, SafeCode(code), w, err)
+	}
+	return w, err
 }
 
 func fenced(w Work, err error) (Work, error) {

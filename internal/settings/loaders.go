@@ -258,6 +258,9 @@ type Worker struct {
 	ReadinessPath string
 	// LivenessPath is OCC_WORKER_LIVENESS_PATH (starts with "/", or empty; differs from ReadinessPath).
 	LivenessPath string
+	// EventLogPath is OCC_WORKER_EVENT_LOG (starts with "/", or empty: no event log). A
+	// verification aid for chaos tests, not for production.
+	EventLogPath string
 	// DevelopmentConfigurationRoot is OCC_DEVELOPMENT_CONFIGURATION_ROOT (absolute or empty).
 	DevelopmentConfigurationRoot string
 	// DevelopmentSecretRoot is OCC_DEVELOPMENT_SECRET_ROOT (absolute or empty).
@@ -281,6 +284,7 @@ func LoadWorker(lookup Lookup) (Worker, error) {
 	w.Concurrency = r.boundedInt("OCC_WORKER_CONCURRENCY", DefaultWorkerConcurrency, 1, MaxWorkerConcurrency)
 	w.ReadinessPath = r.absolutePath("OCC_WORKER_READINESS_PATH", "")
 	w.LivenessPath = r.absolutePath("OCC_WORKER_LIVENESS_PATH", "")
+	w.EventLogPath = r.absolutePath("OCC_WORKER_EVENT_LOG", "")
 	if !r.failed() && w.LivenessPath != "" && w.LivenessPath == w.ReadinessPath {
 		r.fail("OCC_WORKER_LIVENESS_PATH", CodeConfigEnvInvalid, DetailInvalidValue,
 			"OCC_WORKER_LIVENESS_PATH must differ from OCC_WORKER_READINESS_PATH.")

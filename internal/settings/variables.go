@@ -156,6 +156,10 @@ var Variables = []VariableDoc{
 		Rule: "absolute path of the liveness marker file; differs from OCC_WORKER_READINESS_PATH",
 	},
 	{
+		Name: "OCC_WORKER_EVENT_LOG", Processes: onlyWorker, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "absolute path of the JSONL claim/renew/effect/publish event log (verification aid for chaos tests, not for production); unset: off",
+	},
+	{
 		Name: "OCC_METRICS_ENABLED", Processes: apiAndWorker, Requirement: Optional, Default: "false",
 		Code: CodeConfigEnvInvalid, Rule: "exactly true or false",
 	},

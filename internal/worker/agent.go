@@ -91,7 +91,9 @@ func (w *Worker) effect(a *activeClaim, fn func(ctx context.Context) error) erro
 	if err := a.renew(a.ctx); err != nil {
 		return errClaimLost
 	}
+	w.events.effect(a, EventEffectStart, "", nil)
 	err := fn(a.ctx)
+	w.events.effect(a, EventEffectEnd, "", err)
 	if lost, _ := a.state(); lost {
 		return errClaimLost
 	}
@@ -342,9 +344,11 @@ func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *s
 		case agent.DesiredRuntimeState != "stopped":
 			d.code, d.stopped = codeStopSuperseded, "" // a deploy admitted meanwhile: keep the pointer
 		case d.stopped != "":
-			if _, err := store.ClearActiveRevisionIfUnchanged(ctx, tx, work.NamespaceID, agent.ID, d.stopped); err != nil {
+			cleared, err := store.ClearActiveRevisionIfUnchanged(ctx, tx, work.NamespaceID, agent.ID, d.stopped)
+			if err != nil {
 				return err
 			}
+			notePointer(ctx, agent.ID, &d.stopped, "", cleared)
 		}
 	}
 	exhausted := d.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts()

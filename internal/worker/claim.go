@@ -35,6 +35,7 @@ type activeClaim struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	onLate func(c *activeClaim, d time.Duration)
+	events *eventLog // nil unless OCC_WORKER_EVENT_LOG is set
 
 	mu            sync.Mutex
 	lastConfirmed time.Time // send time of the newest confirmed renewal (or of the claim)
@@ -93,12 +94,28 @@ func (a *activeClaim) beginRenewal() (sentAt time.Time, ok bool) {
 	return time.Now(), true
 }
 
-// endRenewal applies the answer of a renewal sent at sentAt: renewed (the row still ours), or
-// not (refused), or err (no answer).
-func (a *activeClaim) endRenewal(sentAt time.Time, renewed bool, err error) {
+// endRenewal applies the answer of a renewal sent at sentAt: renewed (the row still ours, until
+// the new expiry), or not (refused), or err (no answer). renewal names the renewal for the event
+// log (batch or one).
+func (a *activeClaim) endRenewal(renewal string, sentAt, until time.Time, renewed bool, err error) {
 	answered := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.events != nil {
+		wasLost, lateNow := a.lost, answered.Sub(a.lastConfirmed) >= a.lease
+		defer func() {
+			result := ResultOK
+			switch {
+			case err != nil:
+				result = ResultFailed
+			case !renewed:
+				result = ResultRefused
+			case lateNow || (wasLost && a.cause == CauseRenewalLate):
+				result = ResultLate
+			}
+			a.events.renewed(a, renewal, sentAt, until, result, wasLost, err) // never takes a.mu
+		}()
+	}
 	a.inflight--
 	lapsedBefore := answered.Sub(a.lastConfirmed) >= a.lease
 	switch {
@@ -140,14 +157,14 @@ func (a *activeClaim) renew(ctx context.Context) error {
 	if !ok {
 		return errClaimLost
 	}
-	_, err := a.q.RenewOne(ctx, nil, a.claim)
+	until, err := a.q.RenewOne(ctx, nil, a.claim)
 	switch {
 	case errors.Is(err, queue.ErrClaimLost):
-		a.endRenewal(sentAt, false, nil)
+		a.endRenewal("one", sentAt, until, false, nil)
 	case err != nil:
-		a.endRenewal(sentAt, false, err)
+		a.endRenewal("one", sentAt, until, false, err)
 	default:
-		a.endRenewal(sentAt, true, nil)
+		a.endRenewal("one", sentAt, until, true, nil)
 	}
 	if lost, _ := a.state(); lost {
 		return errClaimLost
@@ -161,7 +178,10 @@ func (a *activeClaim) renewInTx(ctx context.Context, tx store.DBTX) error {
 	if lost, _ := a.state(); lost {
 		return errClaimLost
 	}
-	_, err := a.q.RenewOne(ctx, tx, a.claim)
+	until, err := a.q.RenewOne(ctx, tx, a.claim)
+	if err == nil {
+		noteRenewedInTx(ctx, until)
+	}
 	return err
 }
 

@@ -62,12 +62,16 @@ type txDB = pgx.Tx
 func (w *Worker) finalize(a *activeClaim, fn func(ctx context.Context, tx txDB) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 2*w.q.LeaseDuration()+10*time.Second)
 	defer cancel()
-	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+	ctx, pub := w.events.withPublish(ctx)
+	begun := time.Now()
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := a.renewInTx(ctx, tx); err != nil {
 			return err
 		}
 		return fn(ctx, tx)
 	})
+	w.events.published(a, pub, begun, err)
+	return err
 }
 
 // reauthorize checks the stored actor against current policy. A storage failure is an error (the
@@ -177,12 +181,16 @@ func (w *Worker) decideNamespace(a *activeClaim, kind namespaceKind) result {
 	target := driver.Namespace{ID: ns.ID, Name: ns.Name, ExistingNamespace: ns.ExistingNamespace}
 	var obs driver.NamespaceObservation
 	if kind == ensurePass {
+		w.events.effect(a, EventEffectStart, "EnsureNamespace", nil)
 		obs, err = w.cfg.Compute.EnsureNamespace(ctx, target)
+		w.events.effect(a, EventEffectEnd, "EnsureNamespace", err)
 		if err == nil {
 			err = driver.CheckEnsureObservation(ns.ID, obs)
 		}
 	} else {
+		w.events.effect(a, EventEffectStart, "DeleteNamespace", nil)
 		obs, err = w.cfg.Compute.DeleteNamespace(ctx, target)
+		w.events.effect(a, EventEffectEnd, "DeleteNamespace", err)
 		if err == nil {
 			err = driver.CheckDeleteObservation(ns.ID, obs)
 		}

@@ -871,6 +871,7 @@ func (p *deployPass) finalizeTx(ctx context.Context, tx txDB, r *revisionResult)
 				break
 			}
 			r.published = true
+			notePointer(ctx, agent.ID, r.expected, p.candidate.row.ID, true)
 			return nil // the pointer is published first; activation completes the work
 		}
 	case r.activation:

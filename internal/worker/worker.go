@@ -53,6 +53,9 @@ type Config struct {
 	// Notifications wakes the loop when work is enqueued (LISTEN/NOTIFY); optional, the poll
 	// interval is the fallback.
 	Notifications <-chan struct{}
+	// EventLogPath (OCC_WORKER_EVENT_LOG) appends the claim/renew/effect/publish event log
+	// (eventlog.go); empty: off. A verification aid, not for production.
+	EventLogPath string
 }
 
 // Worker runs the loop. Create it with New, run it with Run.
@@ -77,6 +80,7 @@ type Worker struct {
 	healthMu   sync.Mutex
 	lastHealth time.Time
 	lastLive   time.Time
+	events     *eventLog // nil when off
 }
 
 // New validates cfg and returns a Worker.
@@ -92,7 +96,12 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.DatabaseTimeout <= 0 {
 		cfg.DatabaseTimeout = time.Minute
 	}
+	events, err := openEventLog(cfg.EventLogPath, cfg.Queue)
+	if err != nil {
+		return nil, err
+	}
 	return &Worker{
+		events:    events,
 		cfg:       cfg,
 		log:       cfg.Logger,
 		iam:       iam.NewNative(cfg.IAMDriverID, iam.StoreSource{DB: cfg.Pool}),
@@ -142,6 +151,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	cancelRun()
 	<-renewerDone
 	w.removeMarker(w.cfg.ReadinessPath)
+	w.events.close()
 	w.log.Info("worker.stopped")
 	return nil
 }
@@ -171,6 +181,8 @@ func (w *Worker) round(parent, runCtx context.Context) int {
 	}
 	for _, c := range claims {
 		a := newActiveClaim(runCtx, w.q, c, sentAt, w.logLateRenewal)
+		a.events = w.events
+		w.events.claimed(a, sentAt)
 		w.mu.Lock()
 		w.active[c.Work.Key] = a
 		w.mu.Unlock()
@@ -229,8 +241,8 @@ func (w *Worker) renewLoop(ctx context.Context) {
 		renewed, err := w.q.Renew(rctx, nil, batch)
 		cancel()
 		for _, a := range sent {
-			_, ok := renewed[a.key()]
-			a.endRenewal(sentAt, ok, err)
+			until, ok := renewed[a.key()]
+			a.endRenewal("batch", sentAt, until, ok, err)
 		}
 		if err == nil {
 			w.touchLiveness(false)
@@ -312,6 +324,7 @@ func (w *Worker) runPass(a *activeClaim) {
 		}
 		w.log.Info("worker.completed", attrs...)
 	}
+	w.events.released(a, outcome, cause)
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.ObserveAttempt(queue.MetricKind(work), outcome, time.Since(started))
 	}

@@ -1,0 +1,449 @@
+package main_test
+
+// The chaos test: the real binaries under SIGKILL, SIGSTOP, terminated backends and a PostgreSQL
+// restart, checked by the history checker of internal/testkit/chaos (reference/anchors.md §5).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openclaw/occ/internal/testkit/chaos"
+	"github.com/openclaw/occ/internal/testkit/pgtest"
+)
+
+const (
+	chaosLease       = 2 * time.Second
+	chaosPoll        = 50 * time.Millisecond
+	chaosMaxAttempts = 5
+	// chaosSlack is added to lease + poll for the recovery bound: scheduling on 2 shared cores
+	// under -race, and the database round trips of the recovery statement.
+	chaosSlack = 3 * time.Second
+	// chaosOperations is the minimum number of mutating API operations the clients issue.
+	chaosOperations = 2000
+)
+
+// chaosClient is an API client that reports errors instead of failing the test (it runs in
+// goroutines, and the API answers 5xx while PostgreSQL restarts).
+type chaosClient struct {
+	base, key string
+	http      *http.Client
+}
+
+func (c chaosClient) call(method, path string, body any) (int, map[string]any, error) {
+	var raw []byte
+	if body != nil {
+		raw, _ = json.Marshal(body)
+	}
+	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(raw))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("x-api-key", c.key)
+	if body != nil {
+		req.Header.Set("content-type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out, nil
+}
+
+// chaosWorker is one worker slot, restarted after each SIGKILL with a new event log.
+type chaosWorker struct {
+	slot int
+	proc *process
+	logs []string
+}
+
+type chaosRun struct {
+	t       *testing.T
+	srv     *pgtest.Server
+	db      *pgtest.Database
+	owner   *pgxpool.Pool
+	cfg     string
+	logDir  string
+	mu      sync.Mutex
+	workers []*chaosWorker
+	deaths  []chaos.Death
+	faults  map[string]int
+
+	admMu    sync.Mutex
+	admitted map[string]string // key → agent
+}
+
+func (r *chaosRun) admit(key, agent string) {
+	r.admMu.Lock()
+	defer r.admMu.Unlock()
+	if r.admitted[key] == "" {
+		r.admitted[key] = agent
+	}
+}
+
+func (r *chaosRun) fault(kind string) {
+	r.mu.Lock()
+	r.faults[kind]++
+	r.mu.Unlock()
+}
+
+func (r *chaosRun) startWorker(w *chaosWorker) {
+	log := filepath.Join(r.logDir, fmt.Sprintf("worker-%d-%d.jsonl", w.slot, len(w.logs)))
+	w.logs = append(w.logs, log)
+	w.proc = start(r.t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": r.db.AppURL, "OCC_CONFIG_PATH": r.cfg,
+		"OCC_WORKER_POLL_INTERVAL_MS": fmt.Sprint(chaosPoll.Milliseconds()), "OCC_WORKER_LEASE_DURATION_MS": fmt.Sprint(chaosLease.Milliseconds()),
+		"OCC_WORKER_MAX_ATTEMPTS": fmt.Sprint(chaosMaxAttempts), "OCC_WORKER_DATABASE_TIMEOUT_MS": "5000",
+		"OCC_WORKER_EVENT_LOG": log}, "worker")
+}
+
+// kill SIGKILLs a worker and starts a new one in its slot.
+func (r *chaosRun) kill(w *chaosWorker) {
+	pid := w.proc.cmd.Process.Pid
+	r.mu.Lock()
+	r.deaths = append(r.deaths, chaos.Death{PID: pid, At: time.Now(), Kind: "SIGKILL"})
+	r.mu.Unlock()
+	_ = w.proc.cmd.Process.Kill()
+	<-w.proc.done
+	r.fault("SIGKILL")
+	time.Sleep(500 * time.Millisecond)
+	r.startWorker(w)
+}
+
+// pause SIGSTOPs a worker for d (longer than its lease), then SIGCONTs it.
+func (r *chaosRun) pause(w *chaosWorker, d time.Duration) {
+	p := w.proc.cmd.Process
+	r.mu.Lock()
+	r.deaths = append(r.deaths, chaos.Death{PID: p.Pid, At: time.Now(), Kind: "SIGSTOP"})
+	r.mu.Unlock()
+	_ = p.Signal(syscall.SIGSTOP)
+	time.Sleep(d)
+	_ = p.Signal(syscall.SIGCONT)
+	r.fault("SIGSTOP")
+}
+
+// terminateBackends runs pg_terminate_backend on every worker connection (application_name
+// occ-worker) of the database.
+func (r *chaosRun) terminateBackends(ctx context.Context) int {
+	var n int
+	err := r.owner.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+	  WHERE application_name = 'occ-worker' AND datname = $1`, r.db.Name).Scan(&n)
+	if err != nil {
+		r.t.Logf("pg_terminate_backend: %v", err)
+	}
+	r.fault("pg_terminate_backend")
+	return n
+}
+
+func TestChaosWorkersUnderFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos test: several minutes of processes and faults")
+	}
+	began := time.Now()
+	ctx := context.Background()
+	// A server of its own, durable, so that it can be restarted under the clients.
+	srv, err := pgtest.StartRestartableServer(ctx, pgtest.ServerOptions{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	db, err := srv.NewDatabase(ctx, "occ_chaos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownerPool, err := pgxpool.New(ctx, db.AdminURL) // superuser: pg_terminate_backend of occ_app sessions
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ownerPool.Close)
+	keyFile := filepath.Join(t.TempDir(), "key.json")
+	boot := run(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": db.AppURL,
+		"OCC_BOOTSTRAP_SERVICE_KEY_FILE": keyFile}, "bootstrap")
+	if boot.exitCode() != 0 {
+		t.Fatalf("bootstrap: %s %s", boot.stdout.String(), boot.stderr.String())
+	}
+	defaultNS, _ := boot.events(false, "installation.bootstrapped")[0]["namespaceId"].(string)
+
+	logDir := os.Getenv("OCC_CHAOS_LOG_DIR") // keep the event logs for a post-mortem
+	if logDir == "" {
+		logDir = t.TempDir()
+	}
+	r := &chaosRun{t: t, srv: srv, db: db, owner: ownerPool, logDir: logDir, faults: map[string]int{},
+		admitted: map[string]string{"namespace:" + defaultNS + ":reconcile:ready": ""},
+		cfg:      simulatedConfig(t, "{callDelayMs: 40, revisionReadyAfterMs: 100}")}
+	for slot := range 2 {
+		w := &chaosWorker{slot: slot}
+		r.startWorker(w)
+		r.workers = append(r.workers, w)
+	}
+	port := freePort(t)
+	api := start(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": db.AppURL, "OCC_CONFIG_PATH": r.cfg,
+		"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port)}, "api")
+	eventually(t, 30*time.Second, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
+	raw, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keyDoc struct {
+		Data struct{ Key string } `json:"data"`
+	}
+	_ = json.Unmarshal(raw, &keyDoc)
+	c := chaosClient{base: fmt.Sprintf("http://127.0.0.1:%d", port), key: keyDoc.Data.Key, http: &http.Client{Timeout: 15 * time.Second}}
+
+	// Setup: two more Namespaces, a Configuration in each.
+	namespaces := []string{defaultNS}
+	for i := range 2 {
+		st, body, err := c.call("POST", "/namespaces", map[string]any{"name": fmt.Sprintf("chaos-%d", i)})
+		if err != nil || st != 201 {
+			t.Fatalf("namespace: %d %v %v", st, body, err)
+		}
+		id := data(body)["id"].(string)
+		r.admit("namespace:"+id+":reconcile:ready", "")
+		namespaces = append(namespaces, id)
+	}
+	status := func(ns string) string {
+		var s string
+		_ = ownerPool.QueryRow(ctx, `SELECT status FROM occ.namespaces WHERE id = $1`, ns).Scan(&s)
+		return s
+	}
+	eventually(t, 60*time.Second, "namespaces ready", func() bool {
+		for _, ns := range namespaces {
+			if status(ns) != "ready" {
+				return false
+			}
+		}
+		return true
+	})
+	configs := map[string]string{}
+	for _, ns := range namespaces {
+		st, body, err := c.call("POST", "/namespaces/"+ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})
+		if err != nil || st != 201 {
+			t.Fatalf("configuration: %d %v %v", st, body, err)
+		}
+		configs[ns] = data(body)["id"].(string)
+	}
+
+	// Admission snapshots: every work row that ever existed, even if its Agent's deletion removed it.
+	stopSnap := make(chan struct{})
+	snapDone := make(chan struct{})
+	go func() {
+		defer close(snapDone)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			rows, err := ownerPool.Query(ctx, `SELECT idempotency_key, COALESCE(agent_id, '') FROM occ.controller_work`)
+			if err == nil {
+				for rows.Next() {
+					var k, a string
+					if rows.Scan(&k, &a) == nil {
+						r.admit(k, a)
+					}
+				}
+				rows.Close()
+			}
+			select {
+			case <-stopSnap:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+
+	// Clients: a steady stream of Agent operations on every Namespace.
+	var issued, accepted, reads atomic.Int64
+	statuses := sync.Map{}
+	chaosDone := make(chan struct{})
+	var clients sync.WaitGroup
+	deadline := time.Now().Add(150 * time.Second)
+	// A steady stream: about 50 operations a second in all, so the workers keep up and the
+	// backlog at the end stays small.
+	pace := time.NewTicker(20 * time.Millisecond)
+	defer pace.Stop()
+	for g := range 4 {
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 42))
+			type agentRef struct{ ns, id string }
+			var agents []agentRef
+			note := func(op string, st int) {
+				issued.Add(1)
+				if st >= 200 && st < 300 {
+					accepted.Add(1)
+				}
+				if st >= 500 {
+					time.Sleep(250 * time.Millisecond) // the database is away: do not spin
+				}
+				v, _ := statuses.LoadOrStore(fmt.Sprintf("%s %d", op, st), new(atomic.Int64))
+				v.(*atomic.Int64).Add(1)
+			}
+			for n := 0; ; n++ {
+				select {
+				case <-chaosDone:
+					if issued.Load() >= chaosOperations {
+						return
+					}
+				default:
+				}
+				if time.Now().After(deadline) {
+					return
+				}
+				<-pace.C
+				ns := namespaces[(g+n)%len(namespaces)]
+				switch p := rng.IntN(100); {
+				case len(agents) < 4 || p < 12:
+					st, body, err := c.call("POST", "/namespaces/"+ns+"/agents", map[string]any{
+						"name": fmt.Sprintf("a-%d-%d", g, n), "configurationId": configs[ns], "harnessAuth": map[string]any{"method": "runtime"}})
+					if err != nil {
+						continue
+					}
+					note("create", st)
+					if st == 201 {
+						agents = append(agents, agentRef{ns, data(body)["id"].(string)})
+					}
+				case p < 60: // deploy (a redeploy when the Agent already runs)
+					a := agents[rng.IntN(len(agents))]
+					st, body, err := c.call("POST", "/namespaces/"+a.ns+"/agents/"+a.id+"/deploy", nil)
+					if err != nil {
+						continue
+					}
+					note("deploy", st)
+					if st == 202 {
+						r.admit("agent_revision:"+data(body)["id"].(string)+":reconcile", a.id)
+					}
+				case p < 82:
+					a := agents[rng.IntN(len(agents))]
+					st, _, err := c.call("POST", "/namespaces/"+a.ns+"/agents/"+a.id+"/stop", nil)
+					if err != nil {
+						continue
+					}
+					note("stop", st)
+				case p < 92:
+					i := rng.IntN(len(agents))
+					a := agents[i]
+					st, _, err := c.call("DELETE", "/namespaces/"+a.ns+"/agents/"+a.id, nil)
+					if err != nil {
+						continue
+					}
+					note("delete", st)
+					if st == 202 {
+						r.admit("agent:"+a.id+":reconcile:deleted", a.id)
+						agents = append(agents[:i], agents[i+1:]...)
+					}
+				default:
+					a := agents[rng.IntN(len(agents))]
+					if _, _, err := c.call("GET", "/namespaces/"+a.ns+"/agents/"+a.id, nil); err == nil {
+						reads.Add(1)
+					}
+				}
+			}
+		}()
+	}
+
+	// Chaos: one fault at a time, each given lease + a margin to be recovered from.
+	gap := func() { time.Sleep(chaosLease + 1500*time.Millisecond) }
+	time.Sleep(3 * time.Second)
+	for round := range 2 {
+		a, b := r.workers[round%2], r.workers[(round+1)%2]
+		r.kill(a)
+		gap()
+		// Stopped well beyond the lease: its claims are recovered and usually finished by the
+		// other worker before it wakes.
+		r.pause(b, 2*chaosLease+time.Second)
+		gap()
+		// Stopped just beyond the lease: it wakes while the other worker holds some of its
+		// recovered claims, so its renewals and publishes must be refused (the fence).
+		r.pause(a, chaosLease+1200*time.Millisecond)
+		gap()
+		for range 3 {
+			t.Logf("pg_terminate_backend: %d worker backends", r.terminateBackends(ctx))
+			time.Sleep(700 * time.Millisecond)
+		}
+		gap()
+		if round == 0 {
+			srv.Stop()
+			time.Sleep(1500 * time.Millisecond)
+			if err := srv.Start(ctx); err != nil {
+				t.Fatalf("restart PostgreSQL: %v", err)
+			}
+			r.fault("postgres-restart")
+			gap()
+			gap()
+		}
+	}
+	close(chaosDone)
+	clients.Wait()
+	t.Logf("clients: %d mutating operations issued (%d accepted), %d reads, after %v", issued.Load(), accepted.Load(), reads.Load(),
+		time.Since(began).Round(time.Second))
+	statuses.Range(func(k, v any) bool { t.Logf("  %s: %d", k, v.(*atomic.Int64).Load()); return true })
+	if issued.Load() < chaosOperations {
+		t.Errorf("only %d operations issued, want ≥ %d", issued.Load(), chaosOperations)
+	}
+
+	// Quiescence: nothing claimed and nothing claimable, or a bounded wait.
+	quiet := 0
+	qDeadline := time.Now().Add(90 * time.Second)
+	for quiet < 3 && time.Now().Before(qDeadline) {
+		var busy int
+		err := ownerPool.QueryRow(ctx, `SELECT count(*) FROM occ.controller_work WHERE state = 'claimed'
+		  OR (state = 'queued' AND available_at <= clock_timestamp() AND attempt_count < $1)`, chaosMaxAttempts).Scan(&busy)
+		if err == nil && busy == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if quiet < 3 {
+		t.Errorf("no quiescence within 90 s")
+	}
+	end := time.Now()
+	close(stopSnap)
+	<-snapDone
+	for _, w := range r.workers {
+		_ = w.proc.cmd.Process.Signal(syscall.SIGTERM)
+		<-w.proc.done
+	}
+
+	var logs []string
+	for _, w := range r.workers {
+		logs = append(logs, w.logs...)
+	}
+	events, err := chaos.ReadEventLogs(logs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := chaos.LoadState(ctx, ownerPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := chaos.History{Events: events, Deaths: r.deaths}
+	for k, a := range r.admitted {
+		h.Admitted = append(h.Admitted, chaos.Admission{Key: k, AgentID: a})
+	}
+	report := chaos.Check(h, state, chaos.Options{MaxAttempts: chaosMaxAttempts, Lease: chaosLease, Poll: chaosPoll, Slack: chaosSlack, End: end})
+	p50, p90, maxD := report.RecoveryDistribution()
+	t.Logf("faults: %v", r.faults)
+	t.Logf("history: %v", report.Counts)
+	t.Logf("recovery after a worker death (%d orphaned claims): p50 %v, p90 %v, max %v (bound lease+poll+slack = %v)",
+		len(report.Recoveries), p50.Round(time.Millisecond), p90.Round(time.Millisecond), maxD.Round(time.Millisecond),
+		chaosLease+chaosPoll+chaosSlack)
+	t.Logf("total %v", time.Since(began).Round(time.Second))
+	if err := report.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

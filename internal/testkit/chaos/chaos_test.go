@@ -1,0 +1,335 @@
+package chaos
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openclaw/occ/internal/worker"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+const lease = 2 * time.Second
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func tp(ms int) *time.Time { t := at(ms); return &t }
+
+func sp(s string) *string { return &s }
+
+// builder writes a history the way workers would.
+type builder struct {
+	events []worker.Event
+	seq    map[string]uint64
+}
+
+func (b *builder) add(proc string, pid int, e worker.Event) {
+	if b.seq == nil {
+		b.seq = map[string]uint64{}
+	}
+	b.seq[proc]++
+	e.Process, e.PID, e.Seq, e.LeaseMs = proc, pid, b.seq[proc], lease.Milliseconds()
+	b.events = append(b.events, e)
+}
+
+// claim at ms (database clock = worker clock here).
+func (b *builder) claim(proc string, pid int, work, lane, token string, attempt, ms int) {
+	b.add(proc, pid, worker.Event{Type: worker.EventClaim, At: at(ms), WorkID: work, Lane: lane, Token: token, Attempt: attempt,
+		ClaimedAt: tp(ms), LeaseExpiresAt: tp(ms + int(lease.Milliseconds())), SentAt: tp(ms)})
+}
+
+func (b *builder) renew(proc string, pid int, work, lane, token, result string, ms int) {
+	b.add(proc, pid, worker.Event{Type: worker.EventRenew, At: at(ms), WorkID: work, Lane: lane, Token: token, Result: result,
+		LeaseExpiresAt: tp(ms + int(lease.Milliseconds()))})
+}
+
+func (b *builder) publish(proc string, pid int, work, lane, token, result, transition, state string, ms int, mod ...func(*worker.Event)) {
+	e := worker.Event{Type: worker.EventPublish, At: at(ms), WorkID: work, Lane: lane, Token: token, Result: result,
+		Transition: transition, State: state, LeaseExpiresAt: tp(ms + int(lease.Milliseconds()))}
+	for _, m := range mod {
+		m(&e)
+	}
+	b.add(proc, pid, e)
+}
+
+func (b *builder) release(proc string, pid int, work, lane, token string, ms int) {
+	b.add(proc, pid, worker.Event{Type: worker.EventRelease, At: at(ms), WorkID: work, Lane: lane, Token: token, Outcome: "success"})
+}
+
+func opts() Options {
+	return Options{MaxAttempts: 3, Lease: lease, Poll: 50 * time.Millisecond, Slack: time.Second, End: at(60_000)}
+}
+
+const (
+	agentA = "agt_a"
+	rev1   = "rev_1"
+	rev2   = "rev_2"
+	work1  = "agent_revision:rev_1:reconcile"
+	work2  = "agent_revision:rev_2:reconcile"
+)
+
+// healthy: two deployments of one Agent, the first interrupted by a SIGKILL and recovered.
+func healthy() (*builder, History, State) {
+	b := &builder{}
+	b.claim("w1", 101, work1, agentA, "t1", 1, 1000)
+	b.renew("w1", 101, work1, agentA, "t1", worker.ResultOK, 1600)
+	// w1 is killed at 1700; its lease ran to 3600; recovery at 3650.
+	b.claim("w2", 102, work1, agentA, "t2", 2, 3700)
+	b.publish("w2", 102, work1, agentA, "t2", worker.ResultAccepted, "", "", 4000, func(e *worker.Event) {
+		e.Activation, e.AgentID, e.ActiveRevisionID = true, agentA, rev1
+	})
+	b.publish("w2", 102, work1, agentA, "t2", worker.ResultAccepted, "complete", "succeeded", 4200)
+	b.release("w2", 102, work1, agentA, "t2", 4201)
+	b.claim("w2", 102, work2, agentA, "t3", 1, 5000)
+	b.publish("w2", 102, work2, agentA, "t3", worker.ResultAccepted, "defer", "queued", 5500)
+	b.release("w2", 102, work2, agentA, "t3", 5501)
+	b.claim("w2", 102, work2, agentA, "t4", 1, 6500)
+	b.publish("w2", 102, work2, agentA, "t4", worker.ResultAccepted, "", "", 7000, func(e *worker.Event) {
+		e.Activation, e.AgentID, e.ActiveRevisionID, e.PreviousRevisionID = true, agentA, rev2, rev1
+	})
+	b.publish("w2", 102, work2, agentA, "t4", worker.ResultAccepted, "complete", "succeeded", 7200)
+	b.release("w2", 102, work2, agentA, "t4", 7201)
+	h := History{Admitted: []Admission{{work1, agentA}, {work2, agentA}}, Deaths: []Death{{PID: 101, At: at(1700), Kind: "SIGKILL"}}}
+	s := State{
+		Work: []WorkRow{
+			{Key: work1, AgentID: sp(agentA), State: "succeeded", AttemptCount: 2},
+			{Key: work2, AgentID: sp(agentA), State: "succeeded", AttemptCount: 1},
+		},
+		Agents:    []Agent{{ID: agentA, ActiveRevisionID: sp(rev2)}},
+		Revisions: []Revision{{rev1, agentA}, {rev2, agentA}},
+		Evidence:  []Evidence{{work1, "LEASE_EXPIRED", at(3650)}},
+	}
+	return b, h, s
+}
+
+func check(b *builder, h History, s State) Report {
+	h.Events = b.events
+	return Check(h, s, opts())
+}
+
+func TestHealthyHistoryPasses(t *testing.T) {
+	b, h, s := healthy()
+	r := check(b, h, s)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	p50, _, maxD := r.RecoveryDistribution()
+	if len(r.Recoveries) != 1 || p50 != 1950*time.Millisecond || maxD != p50 {
+		t.Fatalf("recoveries %v", r.Recoveries)
+	}
+}
+
+func wantViolation(t *testing.T, r Report, inv string, fragments ...string) {
+	t.Helper()
+	err := r.Err()
+	if err == nil {
+		t.Fatalf("no violation; want %s", inv)
+	}
+	for _, v := range r.Violations {
+		if v.Invariant != inv {
+			continue
+		}
+		ok := true
+		for _, f := range fragments {
+			ok = ok && strings.Contains(v.Message, f)
+		}
+		if ok {
+			t.Logf("fails loudly: %v", err)
+			return
+		}
+	}
+	t.Fatalf("want %s violation with %q, got:\n%v", inv, fragments, err)
+}
+
+func TestLostWork(t *testing.T) {
+	b, h, s := healthy()
+	h.Admitted = append(h.Admitted, Admission{Key: "agent:agt_b:reconcile:stopped:x", AgentID: "agt_b"})
+	wantViolation(t, check(b, h, s), InvLostWork, "agent:agt_b:reconcile:stopped:x", "vanished")
+
+	b, h, s = healthy()
+	s.Work[1] = WorkRow{Key: work2, AgentID: sp(agentA), State: "queued", AttemptCount: 1, AvailableAt: at(10_000)}
+	wantViolation(t, check(b, h, s), InvLostWork, work2, "nobody claims it")
+
+	b, h, s = healthy()
+	s.Work[1] = WorkRow{Key: work2, AgentID: sp(agentA), State: "claimed", AttemptCount: 1, LeaseExpiresAt: tp(10_000)}
+	wantViolation(t, check(b, h, s), InvLostWork, work2, "stuck claimed")
+
+	// Vanishing with a deleted Agent is legitimate.
+	b, h, s = healthy()
+	del := "agent:agt_a:reconcile:deleted"
+	b.claim("w2", 102, del, agentA, "t9", 1, 8000)
+	b.publish("w2", 102, del, agentA, "t9", worker.ResultAccepted, "", "", 8500)
+	b.release("w2", 102, del, agentA, "t9", 8501)
+	s.Work, s.Agents, s.Revisions = nil, nil, nil
+	if err := check(b, h, s).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBoundedAttempts(t *testing.T) {
+	b, h, s := healthy()
+	b.claim("w2", 102, "namespace:ns1:reconcile:ready", "ns1", "x1", 4, 9000)
+	wantViolation(t, check(b, h, s), InvAttempts, "attempt 4 > max attempts 3")
+
+	b, h, s = healthy()
+	for i, tok := range []string{"y1", "y2", "y3", "y4"} {
+		ms := 20_000 + i*1000
+		b.claim("w2", 102, "namespace:ns1:reconcile:ready", "ns1", tok, 1+i%3, ms)
+		b.publish("w2", 102, "namespace:ns1:reconcile:ready", "ns1", tok, worker.ResultAccepted, "retry", "queued", ms+100)
+		b.release("w2", 102, "namespace:ns1:reconcile:ready", "ns1", tok, ms+101)
+	}
+	s.Work = append(s.Work, WorkRow{Key: "namespace:ns1:reconcile:ready", State: "failed_permanent", AttemptCount: 3})
+	wantViolation(t, check(b, h, s), InvAttempts, "claimed 4 times, more than max attempts 3 + 0 refunds")
+
+	b, h, s = healthy()
+	s.Work[0].AttemptCount = 7
+	wantViolation(t, check(b, h, s), InvAttempts, "attempt_count 7")
+}
+
+func TestStalePublishIsCaught(t *testing.T) {
+	// The SIGSTOP case: w1 stops at 1700 past its lease, w2 claims the work, w1 wakes and its
+	// publish is accepted — the fence failed.
+	b, h, s := healthy()
+	b.publish("w1", 101, work1, agentA, "t1", worker.ResultAccepted, "complete", "succeeded", 3800)
+	h.Deaths = []Death{{PID: 101, At: at(1700), Kind: "SIGSTOP"}}
+	wantViolation(t, check(b, h, s), InvFencedPublish, "stale token published", "t1", "t2")
+}
+
+func TestOverlappingClaimsOnALane(t *testing.T) {
+	b, h, s := healthy()
+	// Another work item of the same Agent claimed while t4 still renews its lease.
+	stop := "agent:agt_a:reconcile:stopped:s1"
+	b.claim("w1b", 103, stop, agentA, "t5", 1, 6600)
+	b.publish("w1b", 103, stop, agentA, "t5", worker.ResultAccepted, "complete", "succeeded", 6700)
+	b.release("w1b", 103, stop, agentA, "t5", 6701)
+	s.Work = append(s.Work, WorkRow{Key: stop, AgentID: sp(agentA), State: "succeeded", AttemptCount: 1})
+	wantViolation(t, check(b, h, s), InvLaneExclusion, "lane agt_a held twice", "t4", "t5")
+
+	// After the first lease expired (no confirmation after the other claim) it is fine.
+	b, h, s = healthy()
+	b.claim("w1b", 103, stop, agentA, "t5", 1, 7300)
+	b.publish("w1b", 103, stop, agentA, "t5", worker.ResultAccepted, "complete", "succeeded", 7400)
+	b.release("w1b", 103, stop, agentA, "t5", 7401)
+	s.Work = append(s.Work, WorkRow{Key: stop, AgentID: sp(agentA), State: "succeeded", AttemptCount: 1})
+	if err := check(b, h, s).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClaimThatWaitedOnTheLaneIndexIsNoOverlap(t *testing.T) {
+	// t5's row was formed (claimedAt) while t4 still held the lane; its statement then waited on
+	// the unique lane index until t4's finalization committed, and returned after it.
+	b, h, s := healthy()
+	stop := "agent:agt_a:reconcile:stopped:s1"
+	b.claim("w1b", 103, stop, agentA, "t5", 1, 7100)
+	b.events[len(b.events)-1].At = at(7250)
+	b.publish("w1b", 103, stop, agentA, "t5", worker.ResultAccepted, "complete", "succeeded", 7400)
+	b.release("w1b", 103, stop, agentA, "t5", 7401)
+	s.Work = append(s.Work, WorkRow{Key: stop, AgentID: sp(agentA), State: "succeeded", AttemptCount: 1})
+	if err := check(b, h, s).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTwoActiveRevisions(t *testing.T) {
+	// rev2 activates from "" although rev1 was active: two revisions believed active.
+	b, h, s := healthy()
+	for i := range b.events {
+		if b.events[i].Activation && b.events[i].ActiveRevisionID == rev2 {
+			b.events[i].PreviousRevisionID = ""
+		}
+	}
+	wantViolation(t, check(b, h, s), InvOneActive, "two revisions active from one predecessor")
+
+	b, h, s = healthy()
+	s.Agents[0].ActiveRevisionID = sp("rev_other")
+	s.Revisions = append(s.Revisions, Revision{"rev_other", "agt_other"})
+	r := check(b, h, s)
+	wantViolation(t, r, InvOneActive, "belongs to agent agt_other")
+	wantViolation(t, r, InvOneActive, "its last accepted publish left \"rev_2\"")
+
+	b, h, s = healthy()
+	for i := range b.events {
+		if b.events[i].Activation && b.events[i].ActiveRevisionID == rev2 {
+			b.events[i].ActiveRevisionID = rev1
+		}
+	}
+	wantViolation(t, check(b, h, s), InvOneActive, "not its own candidate")
+}
+
+func TestSlowRecovery(t *testing.T) {
+	b, h, s := healthy()
+	s.Evidence[0].At = at(9000)
+	for i := range b.events {
+		if b.events[i].Token == "t2" && b.events[i].Type == worker.EventClaim {
+			b.events[i].ClaimedAt = tp(9100)
+		}
+	}
+	wantViolation(t, check(b, h, s), InvRecovery, "recovered after 7.3s, more than lease+poll+slack = 3.05s")
+
+	b, h, s = healthy()
+	s.Evidence = nil
+	b.events = b.events[:2] // only w1's claim and renewal: nothing ever recovered it
+	s.Work = s.Work[1:]
+	h.Admitted = h.Admitted[1:]
+	s.Work = append(s.Work, WorkRow{Key: work1, AgentID: sp(agentA), State: "queued", AttemptCount: 1, AvailableAt: at(59_999)})
+	s.Agents[0].ActiveRevisionID = nil
+	wantViolation(t, check(b, h, s), InvRecovery, "never recovered")
+}
+
+func TestUnfencedPublish(t *testing.T) {
+	b, h, s := healthy()
+	for i := range b.events {
+		if b.events[i].Type == worker.EventPublish && b.events[i].Token == "t3" {
+			b.events[i].LeaseExpiresAt = nil // committed without the renewal that begins finalization
+		}
+	}
+	wantViolation(t, check(b, h, s), InvFencedPublish, "unfenced publish", "t3")
+}
+
+func TestOrphanCompletedWithoutRecovery(t *testing.T) {
+	// w1 dies holding work1; nobody recovers or claims it, yet the row ends succeeded after the
+	// death: a publish without the claim.
+	b, h, s := healthy()
+	s.Evidence = nil
+	b.events = b.events[:2]
+	s.Work[0] = WorkRow{Key: work1, AgentID: sp(agentA), State: "succeeded", AttemptCount: 1, CompletedAt: tp(5000)}
+	s.Work = s.Work[:1]
+	h.Admitted = h.Admitted[:1]
+	s.Agents[0].ActiveRevisionID = nil
+	wantViolation(t, check(b, h, s), InvRecovery, "completed at", "without being recovered")
+
+	// Completed before the death: w1's own publish committed, its event line was never written.
+	s.Work[0].CompletedAt = tp(1650)
+	if r := check(b, h, s); r.Err() != nil || r.Counts["released-before-death"] != 1 {
+		t.Fatalf("%v %v", r.Err(), r.Counts)
+	}
+}
+
+func TestMalformedHistory(t *testing.T) {
+	b, h, s := healthy()
+	b.publish("w3", 104, work1, agentA, "nope", worker.ResultAccepted, "complete", "succeeded", 9000)
+	wantViolation(t, check(b, h, s), InvHistoryWellForm, "never claimed")
+}
+
+func TestReadEventLogsSkipsATornLastLine(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "w.jsonl")
+	body := `{"type":"claim","pid":1,"process":"1-1","seq":1,"workId":"k","token":"t","claimedAt":"2026-11-30T12:00:00Z"}` + "\n" + `{"type":"ren`
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := ReadEventLogs(p, filepath.Join(dir, "missing.jsonl"))
+	if err != nil || len(ev) != 1 || ev[0].Token != "t" {
+		t.Fatalf("%v %v", ev, err)
+	}
+	if err := os.WriteFile(p, []byte("garbage\n"+body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadEventLogs(p); err == nil {
+		t.Fatal("garbage accepted")
+	}
+}
