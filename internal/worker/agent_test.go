@@ -401,7 +401,11 @@ func TestDeletionRetriesAFailedRetirementThenFinishes(t *testing.T) {
 	f := h.newAgent(ns)
 	rev := f.deploy(h.admin)
 	h.waitWork(platform.RevisionWorkKey(rev))
-	sim.InjectRevision(rev, simulated.Retryable("ENGINE_BUSY", "busy").On(simulated.OpRetireRevision).For(2))
+	// A refused HTTP request, as the Kubernetes driver reports a 403: the log keeps its status and
+	// Status reason.
+	forbidden := &driver.RetryableError{Code: "KUBERNETES_API_REJECTED", Reason: "A Kubernetes API request failed with HTTP status 403.",
+		Status: 403, StatusReason: "Forbidden"}
+	sim.InjectRevision(rev, simulated.Fault{Err: forbidden}.On(simulated.OpRetireRevision).For(2))
 	delKey := f.remove(h.admin)
 	if st, code := h.waitWork(delKey); st != queue.StateFailedPermanent || code != "DEPENDENCY_UNAVAILABLE" {
 		t.Fatalf("delete: %s %s", st, code)
@@ -418,7 +422,8 @@ func TestDeletionRetriesAFailedRetirementThenFinishes(t *testing.T) {
 		}
 		return last != nil
 	})
-	if last["outcome"] != "permanent" || last["result"] != "retry" || last["code"] != "DEPENDENCY_UNAVAILABLE" {
+	if last["outcome"] != "permanent" || last["result"] != "retry" || last["code"] != "DEPENDENCY_UNAVAILABLE" ||
+		last["status"] != float64(403) || last["reason"] != "Forbidden" {
 		t.Fatalf("exhausted deletion logged %v", last)
 	}
 	// The initiator retries; the retirement now succeeds.

@@ -44,6 +44,11 @@ type result struct {
 	dependency  string
 	observation *driver.NamespaceObservation
 	denial      *denial
+	// status and statusReason are the HTTP answer behind a dependency failure (log only): the
+	// status, and the dependency's reason word (the Kubernetes Status reason, such as Forbidden)
+	// when the driver kept one.
+	status       int
+	statusReason string
 }
 
 // denial is a reauthorization that refused the stored actor; it is audited.
@@ -243,9 +248,18 @@ func dependencyFailure(err error) result {
 	r := result{outcome: outcomeRetry, code: codeDependencyUnavailable, cause: driver.ErrorClass(err)}
 	var dep *driver.TransientDependencyError
 	if errors.As(err, &dep) {
-		r.dependency = dep.Dependency
+		r.dependency, r.status = dep.Dependency, dep.Status
 	}
+	r.withHTTPStatus(err)
 	return r
+}
+
+// withHTTPStatus keeps the HTTP answer err carries (driver.HTTPFailure) for the log.
+func (r *result) withHTTPStatus(err error) {
+	var hf driver.HTTPFailure
+	if r.status == 0 && errors.As(err, &hf) {
+		r.status, r.statusReason = hf.HTTPStatus()
+	}
 }
 
 // finalizeNamespace applies a Namespace pass inside its finalization transaction. It returns the

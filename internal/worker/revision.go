@@ -136,8 +136,6 @@ func (t *deployTiming) attrs(work queue.Work) []any {
 // revisionResult is what a deploy pass decided before (and between) its finalizations.
 type revisionResult struct {
 	result
-	status         int                    // HTTP status of a dependency failure (log only)
-	statusReason   string                 // the dependency's reason word for that status (log only)
 	data           json.RawMessage        // result data of a terminal transition
 	runtimeFailure *driver.RuntimeFailure // evidence of a pending readiness observation
 	transient      bool                   // pending on a transient dependency (its code at the deadline)
@@ -198,12 +196,6 @@ func (w *Worker) revisionPass(a *activeClaim) (result, passReport, error) {
 		err = p.finish(&r)
 	}
 	rep := passReport{attrs: p.timing.attrs(p.work), yielded: r.yielded, predecessor: r.predecessor}
-	if r.status != 0 {
-		rep.attrs = append(rep.attrs, "status", r.status)
-	}
-	if r.statusReason != "" {
-		rep.attrs = append(rep.attrs, "reason", r.statusReason)
-	}
 	if r.refused != nil {
 		rep.attrs = append(rep.attrs, "refusal", *r.refused)
 	}
@@ -221,9 +213,8 @@ func (p *deployPass) permanent(code string) revisionResult {
 // the log. A lost claim is returned as the error.
 func (p *deployPass) failure(err error) (revisionResult, error) {
 	r, ferr := p.classifyFailure(err)
-	var hf driver.HTTPFailure
-	if ferr == nil && r.status == 0 && errors.As(err, &hf) {
-		r.status, r.statusReason = hf.HTTPStatus()
+	if ferr == nil {
+		r.withHTTPStatus(err)
 	}
 	return r, ferr
 }
@@ -253,7 +244,7 @@ func (p *deployPass) classifyFailure(err error) (revisionResult, error) {
 			cause = driver.ErrorClass(err)
 		}
 		return revisionResult{result: result{outcome: outcomePending, code: queue.SafeCode(transient.Code), cause: cause,
-			dependency: transient.Dependency}, transient: true, status: transient.Status}, nil
+			dependency: transient.Dependency, status: transient.Status}, transient: true}, nil
 	case errors.As(err, &failed):
 		return revisionResult{result: result{outcome: outcomePermanent, code: queue.SafeCode(failed.Code), cause: driver.ErrorClass(err)}}, nil
 	case errors.As(err, &invalid):

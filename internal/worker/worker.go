@@ -313,10 +313,17 @@ func (w *Worker) runPass(a *activeClaim) {
 		if work.RevisionID != nil {
 			attrs = append(attrs, "revisionId", *work.RevisionID)
 		}
-		for k, v := range map[string]string{"reason": r.reason, "cause": r.cause, "dependency": r.dependency} {
+		reason := r.reason
+		if reason == "" {
+			reason = r.statusReason // a driver's own reason sentence wins over the HTTP reason word
+		}
+		for k, v := range map[string]string{"reason": reason, "cause": r.cause, "dependency": r.dependency} {
 			if v != "" {
 				attrs = append(attrs, k, v)
 			}
+		}
+		if r.status != 0 {
+			attrs = append(attrs, "status", r.status)
 		}
 		attrs = append(attrs, rep.attrs...)
 		if stopYields > 0 {
