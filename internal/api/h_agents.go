@@ -174,9 +174,7 @@ func (s *Server) listAgents(ctx context.Context, c *call) error {
 			}
 			return rows, nil
 		},
-		func(a store.AgentRow) (bool, error) {
-			return c.allowed(ctx, iam.ActionRead, nsResource(iam.KindAgent, a.ID, ns))
-		},
+		keepRead(ctx, c, func(a store.AgentRow) iam.Resource { return nsResource(iam.KindAgent, a.ID, ns) }),
 		func(a store.AgentRow) cursorDoc { return keyDoc(a.CreatedAt, a.ID) },
 		after)
 	if err != nil {

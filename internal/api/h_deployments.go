@@ -200,9 +200,9 @@ func (s *Server) listRevisions(ctx context.Context, c *call) error {
 			}
 			return rows, nil
 		},
-		func(r store.RevisionRow) (bool, error) {
-			return c.allowed(ctx, iam.ActionRead, nsResource(iam.KindAgentRevision, r.ID, r.NamespaceID))
-		},
+		keepRead(ctx, c, func(r store.RevisionRow) iam.Resource {
+			return nsResource(iam.KindAgentRevision, r.ID, r.NamespaceID)
+		}),
 		func(r store.RevisionRow) cursorDoc { return cursorDoc{Micro: r.Number} },
 		after)
 	if err != nil {

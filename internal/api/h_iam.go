@@ -57,7 +57,7 @@ func (s *Server) listRoles(ctx context.Context, c *call) error {
 		func(after *cursorDoc, n int) ([]store.IAMRole, error) {
 			return store.ListNamespaceRoles(ctx, c.tx, c.namespace.ID, keyCursor(after), n)
 		},
-		func(store.IAMRole) (bool, error) { return true, nil },
+		keepAll[store.IAMRole],
 		func(r store.IAMRole) cursorDoc { return keyDoc(r.CreatedAt, r.ID) },
 		after)
 	if err != nil {
@@ -199,7 +199,7 @@ func (s *Server) listBindings(ctx context.Context, c *call) error {
 		func(after *cursorDoc, n int) ([]store.IAMBindingRow, error) {
 			return store.ListNamespaceBindings(ctx, c.tx, c.namespace.ID, keyCursor(after), n)
 		},
-		func(store.IAMBindingRow) (bool, error) { return true, nil },
+		keepAll[store.IAMBindingRow],
 		func(b store.IAMBindingRow) cursorDoc { return keyDoc(b.CreatedAt, b.ID) },
 		after)
 	if err != nil {
@@ -417,7 +417,7 @@ func (s *Server) listServicePrincipals(ctx context.Context, c *call) error {
 		func(after *cursorDoc, n int) ([]store.IAMIdentityRow, error) {
 			return store.ListNamespaceServicePrincipals(ctx, c.tx, c.namespace.ID, keyCursor(after), n)
 		},
-		func(store.IAMIdentityRow) (bool, error) { return true, nil },
+		keepAll[store.IAMIdentityRow],
 		func(i store.IAMIdentityRow) cursorDoc { return keyDoc(i.CreatedAt, i.ID) },
 		after)
 	if err != nil {

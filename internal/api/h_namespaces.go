@@ -48,12 +48,14 @@ func (s *Server) listNamespaces(ctx context.Context, c *call) error {
 			}
 			return store.ListNamespaces(ctx, c.tx, name, n)
 		},
-		func(n store.Namespace) (bool, error) {
+		// Per item: every Namespace is its own scope, so a batch decision would read once per item
+		// anyway.
+		keepEach(func(n store.Namespace) (bool, error) {
 			if scope != nil && *scope != n.ID {
 				return false, nil
 			}
 			return c.allowed(ctx, item.Action, namespaceResource(n.ID))
-		},
+		}),
 		func(n store.Namespace) cursorDoc { return cursorDoc{Name: n.Name} },
 		after)
 	if err != nil {

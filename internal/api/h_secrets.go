@@ -80,9 +80,7 @@ func (s *Server) listSecrets(ctx context.Context, c *call) error {
 			}
 			return rows, nil
 		},
-		func(row store.SecretRow) (bool, error) {
-			return c.allowed(ctx, iam.ActionRead, nsResource(iam.KindSecret, row.ID, ns))
-		},
+		keepRead(ctx, c, func(row store.SecretRow) iam.Resource { return nsResource(iam.KindSecret, row.ID, ns) }),
 		func(row store.SecretRow) cursorDoc { return keyDoc(row.CreatedAt, row.ID) },
 		after)
 	if err != nil {

@@ -56,9 +56,9 @@ func (s *Server) listServiceAccounts(ctx context.Context, c *call) error {
 			}
 			return rows, nil
 		},
-		func(row store.ServiceAccountRow) (bool, error) {
-			return c.allowed(ctx, iam.ActionRead, nsResource(iam.KindServiceAccount, row.ID, ns))
-		},
+		keepRead(ctx, c, func(row store.ServiceAccountRow) iam.Resource {
+			return nsResource(iam.KindServiceAccount, row.ID, ns)
+		}),
 		func(row store.ServiceAccountRow) cursorDoc { return keyDoc(row.CreatedAt, row.ID) },
 		after)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -73,23 +74,29 @@ const batchSize = 200
 
 // collect reads candidates batch by batch from fetch (each batch after the position of the last
 // candidate seen), keeps those keep allows, and stops after limit kept items (limit 0: all). It
-// returns the kept items and, when more may follow, the cursor after the last one kept. An
-// authorization error fails the whole list.
+// returns the kept items and, when more may follow, the cursor after the last one kept. keep
+// filters a whole fetched batch at once (one IAM policy read per batch, see keepRead) and returns
+// one verdict per candidate. An authorization error fails the whole list.
 func collect[T any](ctx context.Context, limit int, fetch func(after *cursorDoc, n int) ([]T, error),
-	keep func(T) (bool, error), position func(T) cursorDoc, after *cursorDoc) ([]T, *cursorDoc, error) {
+	keep func([]T) ([]bool, error), position func(T) cursorDoc, after *cursorDoc) ([]T, *cursorDoc, error) {
 	out := []T{}
 	for {
 		batch, err := fetch(after, batchSize)
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, item := range batch {
-			pos := position(item)
-			ok, err := keep(item)
-			if err != nil {
+		var verdicts []bool
+		if len(batch) > 0 {
+			if verdicts, err = keep(batch); err != nil {
 				return nil, nil, err
 			}
-			if ok {
+			if len(verdicts) != len(batch) {
+				return nil, nil, &platform.Error{Code: platform.CodeInternalError, Message: platform.MessageInternalError}
+			}
+		}
+		for i, item := range batch {
+			pos := position(item)
+			if verdicts[i] {
 				if limit > 0 && len(out) == limit {
 					last := position(out[len(out)-1])
 					return out, &last, nil
@@ -101,6 +108,44 @@ func collect[T any](ctx context.Context, limit int, fetch func(after *cursorDoc,
 		if len(batch) < batchSize {
 			return out, nil, nil
 		}
+	}
+}
+
+// keepAll keeps every candidate: for lists whose route permission already covers every item.
+func keepAll[T any](batch []T) ([]bool, error) {
+	out := make([]bool, len(batch))
+	for i := range out {
+		out[i] = true
+	}
+	return out, nil
+}
+
+// keepEach filters a batch with a per-item rule: for lists whose items do not share one kind and
+// one Namespace, so that a batch decision would not save a policy read.
+func keepEach[T any](keep func(T) (bool, error)) func([]T) ([]bool, error) {
+	return func(batch []T) ([]bool, error) {
+		out := make([]bool, len(batch))
+		for i, item := range batch {
+			ok, err := keep(item)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = ok
+		}
+		return out, nil
+	}
+}
+
+// keepRead keeps the candidates the caller may read: resource(item) names each one (all of one kind
+// in one Namespace for a list page), and the whole batch is decided with one policy read
+// (allowedEach), with the same decisions as one c.allowed per item.
+func keepRead[T any](ctx context.Context, c *call, resource func(T) iam.Resource) func([]T) ([]bool, error) {
+	return func(batch []T) ([]bool, error) {
+		resources := make([]iam.Resource, len(batch))
+		for i, item := range batch {
+			resources[i] = resource(item)
+		}
+		return c.allowedEach(ctx, iam.ActionRead, resources)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 type memSource struct {
 	all PolicySlice // the whole store; PolicyNonEmpty is computed, not read
 	err error       // returned by every call when set
+
+	batchCalls int // DecisionPolicies calls
 }
 
 func (m *memSource) nonEmpty() bool {
@@ -60,6 +62,18 @@ func (m *memSource) DecisionPolicy(_ context.Context, principalID, action string
 	for _, r := range m.all.Restrictions {
 		if r.Action == action && r.ResourceKind == resource.Kind {
 			out.Restrictions = append(out.Restrictions, r)
+		}
+	}
+	return out, nil
+}
+
+func (m *memSource) DecisionPolicies(ctx context.Context, principalID, action string, resources []Resource) ([]PolicySlice, error) {
+	m.batchCalls++
+	out := make([]PolicySlice, len(resources))
+	for i, r := range resources {
+		var err error
+		if out[i], err = m.DecisionPolicy(ctx, principalID, action, r); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -121,3 +121,75 @@ func TestValidateNativeConfiguration(t *testing.T) {
 		t.Fatal("ID")
 	}
 }
+
+func TestAuthorizeEachInMemory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := &memSource{all: basePolicy()}
+	n := NewNative(driverID, src)
+	var resources []Resource
+	for _, kind := range []string{KindAgent, KindSecret, KindConfiguration} {
+		for _, id := range []string{"agt_1", "agt_2", "agt_9", "cfg_1"} {
+			for _, ns := range []*string{ptr(nsA), ptr(nsB)} {
+				resources = append(resources, Resource{Kind: kind, ID: id, NamespaceID: ns})
+			}
+		}
+	}
+	for _, principal := range []string{"prn_admin", "spn_svc", "prn_alice", "prn_bob", "prn_carol", "prn_dave", "spn_a", "prn_nobody"} {
+		for _, action := range []string{ActionRead, ActionDelete, ActionDeploy} {
+			before := src.batchCalls
+			got, err := n.AuthorizeEach(ctx, principal, action, resources)
+			if err != nil || len(got) != len(resources) {
+				t.Fatalf("%d decisions, %v", len(got), err)
+			}
+			if src.batchCalls != before+1 {
+				t.Fatalf("%d policy reads for one batch", src.batchCalls-before)
+			}
+			for i, res := range resources {
+				want, err := n.Authorize(ctx, Request{PrincipalID: principal, Action: action, Resource: res})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got[i], want) {
+					t.Fatalf("%s %s %+v: AuthorizeEach %+v, Authorize %+v", principal, action, res, got[i], want)
+				}
+			}
+		}
+	}
+
+	storageErr := errors.New("connection refused")
+	got, err := NewNative(driverID, &memSource{err: storageErr}).AuthorizeEach(ctx, "prn_admin", ActionRead, resources[:2])
+	if !errors.Is(err, storageErr) || len(got) != 2 || got[0].Allowed || got[1].Allowed {
+		t.Fatalf("storage failure: %+v %v", got, err)
+	}
+	if got, err := NewNative(driverID, nil).AuthorizeEach(ctx, "prn_admin", ActionRead, resources[:1]); err == nil || got[0].Allowed {
+		t.Fatalf("no source: %+v %v", got, err)
+	}
+}
+
+// TestNarrowToKeepsMatchingRows checks the split of a batch load against the algorithm itself: on a
+// valid slice, deciding over the rows narrowTo keeps for a resource gives the decision over the
+// whole slice, so narrowTo never drops a binding, Role or Restriction that can match.
+func TestNarrowToKeepsMatchingRows(t *testing.T) {
+	t.Parallel()
+	src := &memSource{all: basePolicy()}
+	for _, principal := range []string{"prn_admin", "spn_svc", "prn_alice", "prn_bob", "prn_carol", "prn_dave", "spn_a", "spn_agent"} {
+		for _, action := range []string{ActionRead, ActionDelete, ActionDeploy, ActionOperate} {
+			for _, kind := range []string{KindAgent, KindSecret, KindConfiguration, KindNamespace, KindInstallation} {
+				for _, ns := range []*string{nil, ptr(nsA), ptr(nsB)} {
+					for _, id := range []string{"agt_1", "agt_9", nsA} {
+						res := Resource{Kind: kind, ID: id, NamespaceID: ns}
+						full, _ := src.DecisionPolicy(context.Background(), principal, action, res)
+						if ValidateSlice(full) != nil {
+							t.Fatalf("base policy slice of %s is invalid", principal)
+						}
+						r := Request{PrincipalID: principal, Action: action, Resource: res}
+						if got, want := Decide(narrowTo(full, action, res), r, driverID), Decide(full, r, driverID); !reflect.DeepEqual(got, want) {
+							t.Fatalf("%+v: narrowed %+v, whole %+v", r, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

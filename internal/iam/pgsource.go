@@ -2,6 +2,7 @@ package iam
 
 import (
 	"context"
+	"slices"
 
 	"github.com/openclaw/occ/internal/store"
 )
@@ -20,12 +21,168 @@ var _ PolicySource = StoreSource{}
 
 func (s StoreSource) DecisionPolicy(ctx context.Context, principalID, action string, resource Resource) (PolicySlice, error) {
 	rows, err := store.LoadIAMPolicy(ctx, s.DB, principalID, &store.IAMTarget{
-		Action: action, ResourceKind: resource.Kind, ResourceID: resource.ID, NamespaceID: resource.NamespaceID,
+		Action: action, ResourceKind: resource.Kind, ResourceIDs: []string{resource.ID}, NamespaceID: resource.NamespaceID,
 	})
 	if err != nil {
 		return PolicySlice{}, err
 	}
 	return sliceFromRows(rows), nil
+}
+
+// DecisionPolicies reads, for each (kind, Namespace) among resources (a list page: one), the union
+// of the slices DecisionPolicy would read for each of its resources, in one round trip, and splits
+// it per resource (narrowTo, through a splitter), the same filter the single-resource statements apply. So slices[i]
+// holds exactly the rows DecisionPolicy(principalID, action, resources[i]) returns.
+func (s StoreSource) DecisionPolicies(ctx context.Context, principalID, action string, resources []Resource) ([]PolicySlice, error) {
+	out := make([]PolicySlice, len(resources))
+	for _, group := range groupByScope(resources) {
+		first := resources[group[0]]
+		ids := make([]string, 0, len(group))
+		seen := make(map[string]struct{}, len(group))
+		for _, i := range group {
+			if _, dup := seen[resources[i].ID]; !dup {
+				seen[resources[i].ID] = struct{}{}
+				ids = append(ids, resources[i].ID)
+			}
+		}
+		rows, err := store.LoadIAMPolicy(ctx, s.DB, principalID, &store.IAMTarget{
+			Action: action, ResourceKind: first.Kind, ResourceIDs: ids, NamespaceID: first.NamespaceID,
+		})
+		if err != nil {
+			return nil, err
+		}
+		split := newSplitter(sliceFromRows(rows), action, first.Kind, first.NamespaceID)
+		for _, i := range group {
+			out[i] = split.slice(resources[i].ID)
+		}
+	}
+	return out, nil
+}
+
+// groupByScope returns the indexes of resources grouped by (kind, Namespace), groups in order of
+// first appearance.
+func groupByScope(resources []Resource) [][]int {
+	type scope struct {
+		kind  string
+		ns    string
+		hasNS bool
+	}
+	index := map[scope]int{}
+	var groups [][]int
+	for i, r := range resources {
+		k := scope{kind: r.Kind}
+		if r.NamespaceID != nil {
+			k.ns, k.hasNS = *r.NamespaceID, true
+		}
+		g, ok := index[k]
+		if !ok {
+			g = len(groups)
+			index[k] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// narrowTo keeps, of a slice loaded for several resources of res's kind and Namespace, what
+// store.LoadIAMPolicy reads for res alone: every identity, membership and Group (they do not depend
+// on the target); the bindings of the three target branches (no resource and no Namespace; no
+// resource and res's Namespace; exactly res, with no Namespace or res's), in SQL semantics (a
+// Namespace equality never holds for a null Namespace); the Roles those bindings reference; and the
+// Restrictions on (action, kind) with no resource id or res's, and no Namespace or res's. Row order
+// is kept. The slices it returns share the identity, Group and membership rows of union.
+func narrowTo(union PolicySlice, action string, res Resource) PolicySlice {
+	return newSplitter(union, action, res.Kind, res.NamespaceID).slice(res.ID)
+}
+
+// splitter is narrowTo for many resources of one kind in one Namespace: it indexes the union once
+// (rows for every resource, rows by resource id), so that splitting a page costs the rows each
+// resource keeps rather than the whole union per resource.
+type splitter struct {
+	union              PolicySlice
+	sharedBindings     []int            // no resource, the Namespace matches
+	exactBindings      map[string][]int // exactly that resource (kind and Namespace match)
+	roleIndex          map[string]int
+	sharedRestrictions []int            // no resource id
+	exactRestrictions  map[string][]int // that resource id
+}
+
+func newSplitter(union PolicySlice, action, kind string, namespaceID *string) *splitter {
+	sameNS := func(ns *string) bool {
+		return ns == nil || (namespaceID != nil && *ns == *namespaceID)
+	}
+	s := &splitter{union: union, exactBindings: map[string][]int{}, roleIndex: make(map[string]int, len(union.Roles)),
+		exactRestrictions: map[string][]int{}}
+	for i, b := range union.Bindings {
+		switch {
+		case !sameNS(b.NamespaceID):
+		case b.ResourceKind == nil:
+			s.sharedBindings = append(s.sharedBindings, i)
+		case *b.ResourceKind == kind && b.ResourceID != nil:
+			s.exactBindings[*b.ResourceID] = append(s.exactBindings[*b.ResourceID], i)
+		}
+	}
+	for i, r := range union.Roles {
+		if _, dup := s.roleIndex[r.ID]; !dup {
+			s.roleIndex[r.ID] = i
+		}
+	}
+	for i, x := range union.Restrictions {
+		switch {
+		case x.Action != action || x.ResourceKind != kind || !sameNS(x.NamespaceID):
+		case x.ResourceID == nil:
+			s.sharedRestrictions = append(s.sharedRestrictions, i)
+		default:
+			s.exactRestrictions[*x.ResourceID] = append(s.exactRestrictions[*x.ResourceID], i)
+		}
+	}
+	return s
+}
+
+// slice returns the rows of the union the resource id (of the splitter's kind and Namespace) keeps.
+func (s *splitter) slice(id string) PolicySlice {
+	u := s.union
+	out := PolicySlice{Identities: u.Identities, Groups: u.Groups, Memberships: u.Memberships, PolicyNonEmpty: u.PolicyNonEmpty}
+	var roles []int
+	seenRole := map[int]struct{}{}
+	for _, i := range mergeSorted(s.sharedBindings, s.exactBindings[id]) {
+		b := u.Bindings[i]
+		out.Bindings = append(out.Bindings, b)
+		if r, ok := s.roleIndex[b.RoleID]; ok {
+			if _, dup := seenRole[r]; !dup {
+				seenRole[r] = struct{}{}
+				roles = append(roles, r)
+			}
+		}
+	}
+	slices.Sort(roles)
+	for _, r := range roles {
+		out.Roles = append(out.Roles, u.Roles[r])
+	}
+	for _, i := range mergeSorted(s.sharedRestrictions, s.exactRestrictions[id]) {
+		out.Restrictions = append(out.Restrictions, u.Restrictions[i])
+	}
+	return out
+}
+
+// mergeSorted merges two ascending index lists.
+func mergeSorted(a, b []int) []int {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return b
+	}
+	out := make([]int, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] <= b[0] {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 func (s StoreSource) IdentityGrants(ctx context.Context, identityID string) (PolicySlice, error) {

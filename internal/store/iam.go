@@ -67,12 +67,15 @@ type IAMPolicyRows struct {
 	NonEmpty        bool // at least one identity, one Role and one binding exist at all
 }
 
-// IAMTarget narrows a policy load to the bindings that can match one resource. A nil target
-// loads every binding of the subject (coverage needs them all).
+// IAMTarget narrows a policy load to the bindings and Restrictions that can match the resources
+// ResourceIDs, all of kind ResourceKind in the Namespace NamespaceID (nil: outside any Namespace).
+// With one id the load is exactly the slice one decision reads; with several it is the union of
+// those slices (one round trip for a whole list page), which the caller splits per resource. A nil
+// target loads every binding of the subject (coverage needs them all).
 type IAMTarget struct {
 	Action       string
 	ResourceKind string
-	ResourceID   string
+	ResourceIDs  []string
 	NamespaceID  *string
 }
 
@@ -85,9 +88,29 @@ const (
 // memberships, its bindings (direct and through groups) and their Roles, and — with a target —
 // the Restrictions on that action and kind. With a target, bindings whose namespace or resource
 // cannot match are not read: every query is an index range over the subject, so a decision's cost
-// does not depend on how much policy exists for other subjects or other resources.
+// does not depend on how much policy exists for other subjects or other resources. A target with
+// several resource ids reads the exact-resource bindings and Restrictions of all of them (an
+// index range per id: `= ANY`); a target with one id keeps the plain `=` statements.
 func LoadIAMPolicy(ctx context.Context, db DBTX, identityID string, target *IAMTarget) (IAMPolicyRows, error) {
 	var rows IAMPolicyRows
+	// The resource id parameter: one text for one resource (the per-decision plans stay as they
+	// were), a text[] for a batch.
+	var resourceID any
+	resourceEq := `= $4`
+	restrictionEq := `= $3`
+	if target != nil {
+		if len(target.ResourceIDs) == 1 {
+			resourceID = target.ResourceIDs[0]
+		} else {
+			ids := target.ResourceIDs
+			if ids == nil {
+				ids = []string{}
+			}
+			resourceID = ids
+			resourceEq = `= ANY($4::text[])`
+			restrictionEq = `= ANY($3::text[])`
+		}
+	}
 	// Bindings of the identity and of its groups; with a target only those whose scope can match.
 	// The target filter is written as three disjoint branches (no resource and no Namespace; no
 	// resource and the target's Namespace; exactly the target resource) so that each one is an
@@ -101,8 +124,8 @@ func LoadIAMPolicy(ctx context.Context, db DBTX, identityID string, target *IAMT
 		scopes = []string{`
    AND b.resource_kind IS NULL AND b.namespace_id IS NULL`, `
    AND b.resource_kind IS NULL AND b.namespace_id = $2`, `
-   AND b.resource_kind = $3 AND b.resource_id = $4 AND (b.namespace_id IS NULL OR b.namespace_id = $2)`}
-		args = append(args, target.NamespaceID, target.ResourceKind, target.ResourceID)
+   AND b.resource_kind = $3 AND b.resource_id ` + resourceEq + ` AND (b.namespace_id IS NULL OR b.namespace_id = $2)`}
+		args = append(args, target.NamespaceID, target.ResourceKind, resourceID)
 	}
 	var branches []string
 	for _, scope := range scopes {
@@ -161,9 +184,9 @@ SELECT r.id, r.namespace_id, r.name, p.action, p.resource_kind
 		batch.Queue(`
 SELECT x.id, x.namespace_id, x.action, x.resource_kind, x.resource_id, x.effect
   FROM occ.iam_restrictions x
- WHERE x.action = $1 AND x.resource_kind = $2 AND (x.resource_id IS NULL OR x.resource_id = $3)
+ WHERE x.action = $1 AND x.resource_kind = $2 AND (x.resource_id IS NULL OR x.resource_id `+restrictionEq+`)
    AND (x.namespace_id IS NULL OR x.namespace_id = $4)`,
-			target.Action, target.ResourceKind, target.ResourceID, target.NamespaceID).Query(func(r pgx.Rows) error {
+			target.Action, target.ResourceKind, resourceID, target.NamespaceID).Query(func(r pgx.Rows) error {
 			var err error
 			rows.Restrictions, err = pgx.CollectRows(r, func(r pgx.CollectableRow) (IAMRestriction, error) {
 				var x IAMRestriction
