@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/openclaw/occ/internal/devstack"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -206,7 +206,7 @@ drivers:
 			return s, err
 		}
 	}
-	port, err := freePort()
+	port, err := devstack.FreePort()
 	if err != nil {
 		return s, err
 	}
@@ -454,13 +454,4 @@ func withUser(raw, role, pw, database string) string {
 func isDuplicate(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "42710" || pgErr.Code == "23505")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
