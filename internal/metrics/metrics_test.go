@@ -488,9 +488,18 @@ func TestWorkerGaugesFromPostgres(t *testing.T) {
 	defer w.Close()
 	w.ObserveAttempt("namespace_ensure", "pending", time.Second)
 
-	r := get(t, "http://"+w.Addr()+"/metrics")
-	if r.status != http.StatusOK {
-		t.Fatalf("status %d", r.status)
+	// The Agent lifecycle counts come from a background refresh that the first scrape starts.
+	var r response
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r = get(t, "http://"+w.Addr()+"/metrics")
+		if r.status != http.StatusOK {
+			t.Fatalf("status %d", r.status)
+		}
+		if hasSample(r.body, `occ_agents{lifecycle_state="draft",service="worker"} 1`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	for _, want := range []string{
 		`occ_work_pending{service="worker"} 1`,
@@ -506,9 +515,10 @@ func TestWorkerGaugesFromPostgres(t *testing.T) {
 	if len(age) != 1 || !strings.HasPrefix(age[0], `occ_work_oldest_pending_age_seconds{service="worker"} 9`) {
 		t.Errorf("oldest pending age %v", age)
 	}
-	if st := w.pool.Stat(); st.MaxConns() != 1 {
+	if st := w.pool.Stat(); st.MaxConns() != 2 {
 		t.Errorf("metrics pool max conns %d", st.MaxConns())
 	}
+	before := w.pool.Stat().TotalConns()
 
 	// A failing statement answers 503 and discards the connection; the next scrape recovers.
 	owner := db.Owner(t)
@@ -518,8 +528,8 @@ func TestWorkerGaugesFromPostgres(t *testing.T) {
 	if r := get(t, "http://"+w.Addr()+"/metrics"); r.status != http.StatusServiceUnavailable || strings.Contains(r.body, "occ_") {
 		t.Fatalf("scrape without privileges: %d %q", r.status, r.body)
 	}
-	if n := w.pool.Stat().TotalConns(); n != 0 {
-		t.Errorf("%d connections kept after a failed collection", n)
+	if n := w.pool.Stat().TotalConns(); n != before-1 {
+		t.Errorf("%d connections after a failed collection, want %d (the failed one closed)", n, before-1)
 	}
 	if _, err := owner.Exec(ctx, `GRANT SELECT ON occ.controller_work TO `+pgtest.AppRole); err != nil {
 		t.Fatal(err)
@@ -569,5 +579,20 @@ func TestStartAPIServesWithoutADatabase(t *testing.T) {
 	a.Close()
 	if _, err := a.listener.ln.Accept(); err == nil {
 		t.Fatal("still accepting after Close")
+	}
+}
+
+// TestAgentGaugesWaitForTheFirstCount: before the background refresh has counted the Agents,
+// the scrape has the work gauges but no occ_agents series (absent, not zero).
+func TestAgentGaugesWaitForTheFirstCount(t *testing.T) {
+	t.Parallel()
+	reg := NewRegistry(ServiceWorker)
+	NewWorkerMetrics(reg, fixedBacklog(store.Backlog{Pending: 2}))
+	body := do(t, Handler(reg), http.MethodGet, "/metrics").body
+	if !hasSample(body, `occ_work_pending{service="worker"} 2`) {
+		t.Errorf("no pending gauge:\n%s", body)
+	}
+	if n := len(samples(body, "occ_agents")); n != 0 {
+		t.Errorf("%d occ_agents series before the first count", n)
 	}
 }

@@ -28,15 +28,16 @@ func StartWorker(ctx context.Context, addr, databaseURL string, logger *slog.Log
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	reg := NewRegistry(ServiceWorker)
-	m := NewWorkerMetrics(reg, PoolBacklog(pool))
+	m := NewWorkerMetrics(reg, PoolBacklog(ctx, pool))
 	l, err := Listen(addr, Handler(reg))
 	if err != nil {
+		cancel()
 		pool.Close()
 		return nil, err
 	}
-	w := &Worker{WorkerMetrics: m, listener: l, pool: pool, done: make(chan struct{})}
-	ctx, w.cancel = context.WithCancel(ctx)
+	w := &Worker{WorkerMetrics: m, listener: l, pool: pool, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		serve(ctx, l, logger)

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -33,7 +35,7 @@ type Backlog struct {
 	Agents map[string]int64
 }
 
-// workBacklogSQL computes the whole snapshot in one read-only statement.
+// workPendingSQL reads the pending work; agentStatesSQL below the Agent lifecycle states.
 //
 // Agent lifecycle state, first match wins, from the Agent row, its newest revision's deploy work
 // (key agent_revision:<rev>:reconcile) and its stop and delete work:
@@ -53,14 +55,22 @@ type Backlog struct {
 // A replacement deployment of a running Agent counts as deploying until it finishes; a failed
 // replacement counts as failed although the previous revision may still serve (there is no
 // rollback). Maintenance work does not change the state.
-const workBacklogSQL = `
+const workPendingSQL = `
 WITH pending AS (
   -- One branch per state, so each can use that state's partial index.
   SELECT coalesce(sum(parts.n), 0)::bigint AS n, min(parts.oldest) AS oldest
     FROM (SELECT count(*) AS n, min(created_at) AS oldest FROM occ.controller_work WHERE state = 'queued'
           UNION ALL
           SELECT count(*), min(created_at) FROM occ.controller_work WHERE state = 'claimed') parts
-), open_stops AS (
+)
+SELECT p.n,
+       CASE WHEN p.oldest IS NULL THEN 0
+            ELSE greatest(extract(epoch FROM clock_timestamp() - p.oldest), 0)::float8 END
+  FROM pending p`
+
+// agentStatesSQL counts Agents per lifecycle state: one pass over every Agent (about 10 µs each).
+const agentStatesSQL = `
+WITH open_stops AS (
   -- Agents with open stop or delete work: a small set (controller_work_open_stops, migration 0003).
   SELECT DISTINCT w.agent_id FROM occ.controller_work w
    WHERE w.state IN ('queued', 'claimed') AND w.revision_id IS NULL AND w.agent_target IN ('stopped', 'deleted')
@@ -111,32 +121,58 @@ WITH pending AS (
                LIMIT 1) AS latest_stop_state
     ) lifecycle ON true
 )
-SELECT p.n,
-       CASE WHEN p.oldest IS NULL THEN 0
-            ELSE greatest(extract(epoch FROM clock_timestamp() - p.oldest), 0)::float8 END,
-       count(*) FILTER (WHERE s.lifecycle_state = 'draft'),
+SELECT count(*) FILTER (WHERE s.lifecycle_state = 'draft'),
        count(*) FILTER (WHERE s.lifecycle_state = 'deploying'),
        count(*) FILTER (WHERE s.lifecycle_state = 'running'),
        count(*) FILTER (WHERE s.lifecycle_state = 'stopping'),
        count(*) FILTER (WHERE s.lifecycle_state = 'stopped'),
        count(*) FILTER (WHERE s.lifecycle_state = 'failed')
-  FROM pending p
-  LEFT JOIN agent_states s ON true
- GROUP BY p.n, p.oldest`
+  FROM agent_states s`
 
-// WorkBacklog reads the worker gauges (work backlog, oldest pending age, Agents per lifecycle
-// state) in one read-only statement, so a read-only transaction or session can run it.
-func WorkBacklog(ctx context.Context, db DBTX) (Backlog, error) {
-	var b Backlog
+// WorkPending reads the cheap gauges: the pending work and the age of its oldest item.
+func WorkPending(ctx context.Context, db DBTX) (pending int64, oldestAgeSeconds float64, err error) {
+	err = db.QueryRow(ctx, workPendingSQL).Scan(&pending, &oldestAgeSeconds)
+	return pending, oldestAgeSeconds, err
+}
+
+// AgentStates counts Agents per lifecycle state (every state of AgentLifecycleStates is present).
+// Its cost grows with the number of Agents: the worker's metrics refresh it in the background,
+// not on every scrape.
+func AgentStates(ctx context.Context, db DBTX) (map[string]int64, error) {
 	var draft, deploying, running, stopping, stopped, failed int64
-	err := db.QueryRow(ctx, workBacklogSQL).Scan(&b.Pending, &b.OldestPendingAgeSeconds,
-		&draft, &deploying, &running, &stopping, &stopped, &failed)
-	if err != nil {
-		return Backlog{}, err
+	if err := db.QueryRow(ctx, agentStatesSQL).Scan(&draft, &deploying, &running, &stopping, &stopped, &failed); err != nil {
+		return nil, err
 	}
-	b.Agents = map[string]int64{
+	return map[string]int64{
 		AgentDraft: draft, AgentDeploying: deploying, AgentRunning: running,
 		AgentStopping: stopping, AgentStopped: stopped, AgentFailed: failed,
+	}, nil
+}
+
+// AgentStatesWithin runs AgentStates in a read-only transaction of its own whose statement timeout
+// is timeout: the metrics pool's 1.5 s is too short for it at about 150 000 Agents.
+func AgentStatesWithin(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) (map[string]int64, error) {
+	var states map[string]int64
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`, strconv.FormatInt(timeout.Milliseconds(), 10)); err != nil {
+			return err
+		}
+		var err error
+		states, err = AgentStates(ctx, tx)
+		return err
+	})
+	return states, err
+}
+
+// WorkBacklog reads every worker gauge at once (WorkPending, then AgentStates).
+func WorkBacklog(ctx context.Context, db DBTX) (Backlog, error) {
+	var b Backlog
+	var err error
+	if b.Pending, b.OldestPendingAgeSeconds, err = WorkPending(ctx, db); err != nil {
+		return Backlog{}, err
+	}
+	if b.Agents, err = AgentStates(ctx, db); err != nil {
+		return Backlog{}, err
 	}
 	return b, nil
 }
@@ -147,8 +183,8 @@ const (
 	MetricsStatementTimeout = 1500 * time.Millisecond
 )
 
-// NewMetricsPool returns the worker's dedicated metrics pool for databaseURL: at most one
-// connection, a 500 ms connect timeout, a 1500 ms statement timeout and read-only transactions
+// NewMetricsPool returns the worker's dedicated metrics pool for databaseURL: at most two
+// connections (a scrape's and the background Agent-state refresh's), a 500 ms connect timeout, a 1500 ms statement timeout and read-only transactions
 // (default_transaction_read_only=on), named occ-worker-metrics. It does not connect until the first
 // scrape, so a database outage never delays startup.
 func NewMetricsPool(databaseURL string) (*pgxpool.Pool, error) {
@@ -156,7 +192,7 @@ func NewMetricsPool(databaseURL string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc.MaxConns = 1
+	pc.MaxConns = 2
 	pc.MinConns = 0
 	pc.MaxConnIdleTime = time.Minute
 	pc.ConnConfig.ConnectTimeout = MetricsConnectTimeout

@@ -213,7 +213,7 @@ func (c *backlogTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.
 
 func (c *backlogTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-func TestWorkBacklogIsOneReadOnlyStatement(t *testing.T) {
+func TestWorkPendingAndAgentStatesAreOneReadOnlyStatementEach(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
@@ -234,11 +234,18 @@ func TestWorkBacklogIsOneReadOnlyStatement(t *testing.T) {
 	}
 	defer tx.Rollback(ctx)
 	before := tracer.n.Load()
-	if _, err := store.WorkBacklog(ctx, tx); err != nil {
+	if _, _, err := store.WorkPending(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
 	if n := tracer.n.Load() - before; n != 1 {
-		t.Fatalf("WorkBacklog sent %d statements, want 1", n)
+		t.Fatalf("WorkPending sent %d statements, want 1", n)
+	}
+	before = tracer.n.Load()
+	if _, err := store.AgentStates(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if n := tracer.n.Load() - before; n != 1 {
+		t.Fatalf("AgentStates sent %d statements, want 1", n)
 	}
 }
 
@@ -251,7 +258,7 @@ func TestMetricsPoolIsReadOnlyAndBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if c := pool.Config(); c.MaxConns != 1 || c.ConnConfig.ConnectTimeout != 500*time.Millisecond {
+	if c := pool.Config(); c.MaxConns != 2 || c.ConnConfig.ConnectTimeout != 500*time.Millisecond {
 		t.Fatalf("max conns %d, connect timeout %v", c.MaxConns, c.ConnConfig.ConnectTimeout)
 	}
 	var readOnly, timeout, app string
@@ -269,6 +276,9 @@ func TestMetricsPoolIsReadOnlyAndBounded(t *testing.T) {
 	}
 	if _, err := store.WorkBacklog(ctx, pool); err != nil {
 		t.Fatal(err)
+	}
+	if states, err := store.AgentStatesWithin(ctx, pool, 30*time.Second); err != nil || len(states) != 6 {
+		t.Fatalf("AgentStatesWithin: %v %v", states, err)
 	}
 	_, err = pool.Exec(ctx, `SELECT pg_sleep(5)`)
 	if state := sqlState(err); state != "57014" {

@@ -427,11 +427,16 @@ func operations(f fixture) []operation {
 			_, err := store.LatestWorkAttempt(ctx, db, f.terminalKeys[i%len(f.terminalKeys)], nil)
 			return err
 		}},
-		{name: "WorkBacklog (metrics pool)", iterations: 30, metrics: true,
+		{name: "WorkPending (metrics pool, every scrape)", metrics: true,
+			run: func(ctx context.Context, db *pgxpool.Pool, i int) error {
+				_, _, err := store.WorkPending(ctx, db)
+				return err
+			}},
+		{name: "AgentStates (background recount)", iterations: 10,
 			// The metric counts every Agent by lifecycle state: it reads all of occ.agents by design.
 			allowSeq: []string{"agents"},
 			run: func(ctx context.Context, db *pgxpool.Pool, i int) error {
-				_, err := store.WorkBacklog(ctx, db)
+				_, err := store.AgentStates(ctx, db)
 				return err
 			}},
 	}
