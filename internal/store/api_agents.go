@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,14 +35,7 @@ func scanAgent(r pgx.CollectableRow) (AgentRow, error) {
 }
 
 func oneAgent(rows pgx.Rows, err error) (AgentRow, error) {
-	if err != nil {
-		return AgentRow{}, err
-	}
-	a, err := pgx.CollectExactlyOneRow(rows, scanAgent)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return AgentRow{}, ErrNotFound
-	}
-	return a, err
+	return oneRow(rows, err, scanAgent)
 }
 
 // InsertAgent writes the Agent's own ServicePrincipal and the Agent (active, stopped, no revision).

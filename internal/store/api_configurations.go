@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,14 +42,7 @@ VALUES ($1, $2, 'agent', 1, $3, $4) RETURNING `+configurationColumns, c.ID, c.Na
 func GetConfiguration(ctx context.Context, db DBTX, namespaceID, id string, lock RowLock) (ConfigurationRow, error) {
 	rows, err := db.Query(ctx, `SELECT `+configurationColumns+` FROM occ.configurations c
  WHERE c.namespace_id = $1 AND c.id = $2`+lock.clause(), namespaceID, id)
-	if err != nil {
-		return ConfigurationRow{}, err
-	}
-	c, err := pgx.CollectExactlyOneRow(rows, scanConfiguration)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ConfigurationRow{}, ErrNotFound
-	}
-	return c, err
+	return oneRow(rows, err, scanConfiguration)
 }
 
 // UpdateConfiguration advances the generation by one and replaces the bindings; it returns the
@@ -59,14 +51,7 @@ func UpdateConfiguration(ctx context.Context, db DBTX, namespaceID, id string, b
 	rows, err := db.Query(ctx, `UPDATE occ.configurations c SET generation = c.generation + 1, secret_bindings = $3,
   updated_at = clock_timestamp() WHERE c.namespace_id = $1 AND c.id = $2 RETURNING `+configurationColumns,
 		namespaceID, id, nullableRaw(bindings))
-	if err != nil {
-		return ConfigurationRow{}, err
-	}
-	c, err := pgx.CollectExactlyOneRow(rows, scanConfiguration)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ConfigurationRow{}, ErrNotFound
-	}
-	return c, err
+	return oneRow(rows, err, scanConfiguration)
 }
 
 // DeleteConfiguration removes a Configuration row; false when it did not exist.

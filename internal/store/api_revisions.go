@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,14 +42,7 @@ RETURNING `+revisionColumns, id, namespaceID, agentID, string(spec))
 func GetRevision(ctx context.Context, db DBTX, namespaceID, agentID, id string) (RevisionRow, error) {
 	rows, err := db.Query(ctx, `SELECT `+revisionColumns+` FROM occ.agent_revisions r
  WHERE r.namespace_id = $1 AND r.agent_id = $2 AND r.id = $3`, namespaceID, agentID, id)
-	if err != nil {
-		return RevisionRow{}, err
-	}
-	rev, err := pgx.CollectExactlyOneRow(rows, scanRevision)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return RevisionRow{}, ErrNotFound
-	}
-	return rev, err
+	return oneRow(rows, err, scanRevision)
 }
 
 // ListRevisions returns up to limit revisions of the Agent by number, after the given number.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,14 +46,7 @@ func InsertSecret(ctx context.Context, db DBTX, s SecretRow) (SecretRow, error) 
 func GetSecret(ctx context.Context, db DBTX, namespaceID, id string, lock RowLock) (SecretRow, error) {
 	rows, err := db.Query(ctx, `SELECT `+secretColumns+` FROM occ.secrets s WHERE s.namespace_id = $1 AND s.id = $2`+lock.clause(),
 		namespaceID, id)
-	if err != nil {
-		return SecretRow{}, err
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, scanSecret)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return SecretRow{}, ErrNotFound
-	}
-	return s, err
+	return oneRow(rows, err, scanSecret)
 }
 
 // ListSecrets returns up to limit Secrets of the Namespace ordered by creation, after the cursor.

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,14 +40,7 @@ RETURNING `+serviceAccountColumns, id, namespaceID, name)
 func GetServiceAccount(ctx context.Context, db DBTX, namespaceID, id string, lock RowLock) (ServiceAccountRow, error) {
 	rows, err := db.Query(ctx, `SELECT `+serviceAccountColumns+` FROM occ.service_accounts sa
  WHERE sa.namespace_id = $1 AND sa.id = $2`+lock.clause(), namespaceID, id)
-	if err != nil {
-		return ServiceAccountRow{}, err
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, scanServiceAccount)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ServiceAccountRow{}, ErrNotFound
-	}
-	return s, err
+	return oneRow(rows, err, scanServiceAccount)
 }
 
 // ListServiceAccounts returns up to limit ServiceAccounts of the Namespace ordered by creation.
@@ -67,14 +59,7 @@ func ListServiceAccounts(ctx context.Context, db DBTX, namespaceID string, after
 func SetServiceAccountCredential(ctx context.Context, db DBTX, namespaceID, id string, credential json.RawMessage) (ServiceAccountRow, error) {
 	rows, err := db.Query(ctx, `UPDATE occ.service_accounts sa SET credential = $3 WHERE sa.namespace_id = $1 AND sa.id = $2
 RETURNING `+serviceAccountColumns, namespaceID, id, nullableRaw(credential))
-	if err != nil {
-		return ServiceAccountRow{}, err
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, scanServiceAccount)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ServiceAccountRow{}, ErrNotFound
-	}
-	return s, err
+	return oneRow(rows, err, scanServiceAccount)
 }
 
 // DeleteServiceAccount removes a ServiceAccount; false when it did not exist.

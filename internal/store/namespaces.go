@@ -56,14 +56,7 @@ func (l RowLock) clause() string {
 func GetNamespace(ctx context.Context, db DBTX, id string, lock RowLock) (Namespace, error) {
 	rows, err := db.Query(ctx, `SELECT `+namespaceColumns+` FROM occ.namespaces n
  WHERE n.id = $1 AND n.deleted_at IS NULL`+lock.clause(), id)
-	if err != nil {
-		return Namespace{}, err
-	}
-	n, err := pgx.CollectExactlyOneRow(rows, scanNamespace)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Namespace{}, ErrNotFound
-	}
-	return n, err
+	return oneRow(rows, err, scanNamespace)
 }
 
 // ListNamespaces returns up to limit live Namespaces ordered by name (byte order), starting after

@@ -61,14 +61,7 @@ func ListNamespaceRoles(ctx context.Context, db DBTX, namespaceID string, after 
 // GetRole reads a Role by id, whatever its scope; ErrNotFound when absent.
 func GetRole(ctx context.Context, db DBTX, id string) (IAMRole, error) {
 	rows, err := db.Query(ctx, roleSelect+` WHERE r.id = $1 GROUP BY r.id`, id)
-	if err != nil {
-		return IAMRole{}, err
-	}
-	role, err := pgx.CollectExactlyOneRow(rows, scanRole)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return IAMRole{}, ErrNotFound
-	}
-	return role, err
+	return oneRow(rows, err, scanRole)
 }
 
 // InsertNamespaceRole writes a Role and returns its creation time.
@@ -126,14 +119,7 @@ func ListNamespaceBindings(ctx context.Context, db DBTX, namespaceID string, aft
 func GetNamespaceBinding(ctx context.Context, db DBTX, namespaceID, id string) (IAMBindingRow, error) {
 	rows, err := db.Query(ctx, `SELECT `+bindingRowColumns+` FROM occ.iam_access_bindings b
  WHERE b.namespace_id = $1 AND b.id = $2`, namespaceID, id)
-	if err != nil {
-		return IAMBindingRow{}, err
-	}
-	b, err := pgx.CollectExactlyOneRow(rows, scanBindingRow)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return IAMBindingRow{}, ErrNotFound
-	}
-	return b, err
+	return oneRow(rows, err, scanBindingRow)
 }
 
 // InsertNamespaceBinding writes a binding and returns its creation time.

@@ -87,14 +87,7 @@ SELECT `+unqualified(workColumns)+`
 // GetWork reads one row; ErrNotFound when absent.
 func GetWork(ctx context.Context, db DBTX, key string) (WorkRecord, error) {
 	rows, err := db.Query(ctx, `SELECT `+workColumns+` FROM occ.controller_work w WHERE w.idempotency_key = $1`, key)
-	if err != nil {
-		return WorkRecord{}, err
-	}
-	rec, err := pgx.CollectExactlyOneRow(rows, scanWork)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return WorkRecord{}, ErrNotFound
-	}
-	return rec, err
+	return oneRow(rows, err, scanWork)
 }
 
 // ClaimWork claims up to limit queued rows whose time has come, at most one per lane

@@ -14,3 +14,17 @@ func CommitChangedNothing(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxCommitRollback)
 }
+
+// oneRow collects the single row of a query with scan; no row is ErrNotFound. It takes the query's
+// results as they come (rows, err := db.Query(...)).
+func oneRow[T any](rows pgx.Rows, err error, scan pgx.RowToFunc[T]) (T, error) {
+	var zero T
+	if err != nil {
+		return zero, err
+	}
+	v, err := pgx.CollectExactlyOneRow(rows, scan)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return zero, ErrNotFound
+	}
+	return v, err
+}
