@@ -41,18 +41,17 @@ type stopRecord struct {
 // same predecessor again and again: a revision is stopped again once its re-stop window (first the
 // lease, then doubling) has passed. At most 4096 records, oldest evicted.
 type stopMemory struct {
-	mu    sync.Mutex
-	order []string
-	m     map[string]*stopRecord
+	mu sync.Mutex // guards the records' fields
+	m  *boundedMap[*stopRecord]
 }
 
-func newStopMemory() *stopMemory { return &stopMemory{m: map[string]*stopRecord{}} }
+func newStopMemory() *stopMemory { return &stopMemory{m: newBoundedMap[*stopRecord](4096)} }
 
 // recent reports whether revision id was stopped within its re-stop window.
 func (s *stopMemory) recent(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.m[id]
+	r, ok := s.m.get(id)
 	return ok && time.Since(r.stoppedAt) < r.restop
 }
 
@@ -60,24 +59,15 @@ func (s *stopMemory) recent(id string) bool {
 func (s *stopMemory) record(id string, lease time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.m[id]; ok {
+	if r, ok := s.m.get(id); ok {
 		r.stoppedAt, r.restop = time.Now(), min(2*r.restop, 24*time.Hour)
 		return
 	}
-	s.m[id] = &stopRecord{stoppedAt: time.Now(), restop: max(lease, time.Millisecond)}
-	s.order = append(s.order, id)
-	if len(s.order) > 4096 {
-		delete(s.m, s.order[0])
-		s.order = s.order[1:]
-	}
+	s.m.set(id, &stopRecord{stoppedAt: time.Now(), restop: max(lease, time.Millisecond)})
 }
 
 // forget drops the record of id (it runs again, or its stop must be swept again).
-func (s *stopMemory) forget(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, id) // its order entry is evicted in turn
-}
+func (s *stopMemory) forget(id string) { s.m.delete(id) }
 
 // ---- stop yields: counts and the log rate limit ----
 
@@ -91,33 +81,18 @@ type yieldState struct {
 // yieldLog counts the stop yields of each work item in this process and rate-limits their
 // worker.completed lines: the work's first yield, then at most one a minute. At most 4096 items.
 type yieldLog struct {
-	mu    sync.Mutex
-	order []string
-	m     map[string]*yieldState
+	mu sync.Mutex // guards the states' fields
+	m  *boundedMap[*yieldState]
 }
 
-func newYieldLog() *yieldLog { return &yieldLog{m: map[string]*yieldState{}} }
-
-func (y *yieldLog) stateLocked(key string) *yieldState {
-	s, ok := y.m[key]
-	if !ok {
-		s = &yieldState{}
-		y.m[key] = s
-		y.order = append(y.order, key)
-		if len(y.order) > 4096 {
-			delete(y.m, y.order[0])
-			y.order = y.order[1:]
-		}
-	}
-	return s
-}
+func newYieldLog() *yieldLog { return &yieldLog{m: newBoundedMap[*yieldState](4096)} }
 
 // pass records the end of a pass of work key that yielded or not. It returns whether its
 // worker.completed line is logged and the stopYields value to add (0: none).
 func (y *yieldLog) pass(key string, yielded, predecessor bool, now time.Time) (logged bool, stopYields int) {
 	y.mu.Lock()
 	defer y.mu.Unlock()
-	s, ok := y.m[key]
+	s, ok := y.m.get(key)
 	if !yielded {
 		if !ok || !s.report {
 			return true, 0
@@ -126,7 +101,7 @@ func (y *yieldLog) pass(key string, yielded, predecessor bool, now time.Time) (l
 		return true, s.count
 	}
 	if !ok {
-		s = y.stateLocked(key)
+		s = y.m.getOrSet(key, func() *yieldState { return &yieldState{} })
 	}
 	s.count++
 	s.report = true
@@ -142,7 +117,7 @@ func (y *yieldLog) pass(key string, yielded, predecessor bool, now time.Time) (l
 func (y *yieldLog) predecessorYielded(key string) bool {
 	y.mu.Lock()
 	defer y.mu.Unlock()
-	s, ok := y.m[key]
+	s, ok := y.m.get(key)
 	return ok && s.predecessor
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"regexp"
 	"sort"
@@ -76,30 +75,16 @@ type deployTiming struct {
 	activated    time.Time
 }
 
-// timings holds the deploy timing of up to 256 work items per worker, oldest evicted.
+// timingStore holds the deploy timing of the worker's 256 most recent deploy work items.
 type timingStore struct {
-	mu    sync.Mutex
-	order []string
-	m     map[string]*deployTiming
+	mu sync.Mutex // guards the timings' fields
+	m  *boundedMap[*deployTiming]
 }
 
-var timings = &timingStore{m: map[string]*deployTiming{}}
+func newTimingStore() *timingStore { return &timingStore{m: newBoundedMap[*deployTiming](256)} }
 
-func (s *timingStore) get(w *Worker, key string) *deployTiming {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := fmt.Sprintf("%p|%s", w, key)
-	t, ok := s.m[k]
-	if !ok {
-		t = &deployTiming{}
-		s.m[k] = t
-		s.order = append(s.order, k)
-		if len(s.order) > 256 {
-			delete(s.m, s.order[0])
-			s.order = s.order[1:]
-		}
-	}
-	return t
+func (s *timingStore) get(key string) *deployTiming {
+	return s.m.getOrSet(key, func() *deployTiming { return &deployTiming{} })
 }
 
 func (s *timingStore) update(fn func()) {
@@ -110,10 +95,10 @@ func (s *timingStore) update(fn func()) {
 
 func millis(d time.Duration) int64 { return max(d, 0).Milliseconds() }
 
-// attrs are the deploy timing fields of worker.completed.
-func (t *deployTiming) attrs(work queue.Work) []any {
+// attrs are the deploy timing fields of worker.completed for t.
+func (s *timingStore) attrs(t *deployTiming, work queue.Work) []any {
 	var out []any
-	timings.update(func() {
+	s.update(func() {
 		var wait time.Duration
 		switch {
 		case t.firstUnready.IsZero():
@@ -189,13 +174,13 @@ type deployPass struct {
 // with exclusive replacement and refused-candidate stops, without repository, credential-source,
 // plugin-provisioning and sandbox branches).
 func (w *Worker) revisionPass(a *activeClaim) (result, passReport, error) {
-	p := &deployPass{w: w, a: a, work: a.claim.Work, timing: timings.get(w, a.claim.Work.Key)}
-	timings.update(func() { p.timing.passes++ })
+	p := &deployPass{w: w, a: a, work: a.claim.Work, timing: w.timings.get(a.claim.Work.Key)}
+	p.w.timings.update(func() { p.timing.passes++ })
 	r, err := p.decide()
 	if err == nil {
 		err = p.finish(&r)
 	}
-	rep := passReport{attrs: p.timing.attrs(p.work), yielded: r.yielded, predecessor: r.predecessor}
+	rep := passReport{attrs: p.w.timings.attrs(p.timing, p.work), yielded: r.yielded, predecessor: r.predecessor}
 	if r.refused != nil {
 		rep.attrs = append(rep.attrs, "refusal", *r.refused)
 	}
@@ -430,7 +415,7 @@ func (p *deployPass) decide() (revisionResult, error) {
 		if err := p.retireEarlier(); err != nil {
 			return p.activeFailure(err)
 		}
-		timings.update(func() { p.timing.activated = time.Now() })
+		p.w.timings.update(func() { p.timing.activated = time.Now() })
 		return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionAlreadyActive}, activation: true, warnings: obs.Warnings}, nil
 	}
 	if previous != nil && previous.row.Number >= candidate.row.Number {
@@ -632,7 +617,7 @@ func (p *deployPass) prepare() (driver.RevisionReadiness, error) {
 		return err
 	})
 	observed := time.Now()
-	timings.update(func() { p.timing.prepare += observed.Sub(started) })
+	p.w.timings.update(func() { p.timing.prepare += observed.Sub(started) })
 	if err != nil {
 		if p.exclusive {
 			p.forgetPredecessors() // the next pass sweeps again
@@ -648,7 +633,7 @@ func (p *deployPass) prepare() (driver.RevisionReadiness, error) {
 			return obs, &driver.InvalidObservationError{Reason: "a plugin warning has an invalid plugin id"}
 		}
 	}
-	timings.update(func() {
+	p.w.timings.update(func() {
 		switch {
 		case obs.Ready && p.timing.firstReady.IsZero():
 			p.timing.firstReady = observed
@@ -809,7 +794,7 @@ func (p *deployPass) afterPublication(warnings []driver.PluginWarning) (revision
 	if err := p.retireEarlier(); err != nil {
 		return p.activeFailure(err)
 	}
-	timings.update(func() { p.timing.activated = time.Now() })
+	p.w.timings.update(func() { p.timing.activated = time.Now() })
 	return revisionResult{result: result{outcome: outcomeSuccess, code: codeRevisionActivated}, activation: true,
 		warnings: warnings, expected: p.agent.ActiveRevisionID}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -74,9 +75,10 @@ type Worker struct {
 	passes   sync.WaitGroup
 	slotFree chan struct{}
 
-	lastAudit  *boundedMap // pending lifecycle audits already written, by work key
-	stopped    *stopMemory // revisions this process stopped (exclusive replacement)
-	yields     *yieldLog   // stop yields per work item and their log rate limit
+	lastAudit  *boundedMap[string] // pending lifecycle audits already written, by work key
+	timings    *timingStore        // deploy timing of recent deploy work
+	stopped    *stopMemory         // revisions this process stopped (exclusive replacement)
+	yields     *yieldLog           // stop yields per work item and their log rate limit
 	healthMu   sync.Mutex
 	lastHealth time.Time
 	lastLive   time.Time
@@ -111,7 +113,8 @@ func New(cfg Config) (*Worker, error) {
 		markerGap: max(time.Second, 20*cfg.PollInterval),
 		active:    map[string]*activeClaim{},
 		slotFree:  make(chan struct{}, 1),
-		lastAudit: newBoundedMap(4096),
+		lastAudit: newBoundedMap[string](4096),
+		timings:   newTimingStore(),
 		stopped:   newStopMemory(),
 		yields:    newYieldLog(),
 	}, nil
@@ -446,26 +449,57 @@ func PrepareMarkers(readiness, liveness string) error {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// boundedMap remembers at most n keys, evicting the oldest.
-type boundedMap struct {
+// boundedMap remembers at most n keys, evicting the oldest inserted. It is safe for concurrent use;
+// guarding what pointer values point to is the caller's business.
+type boundedMap[V any] struct {
 	mu    sync.Mutex
 	n     int
 	order []string
-	m     map[string]string
+	m     map[string]V
 }
 
-func newBoundedMap(n int) *boundedMap { return &boundedMap{n: n, m: map[string]string{}} }
+func newBoundedMap[V any](n int) *boundedMap[V] { return &boundedMap[V]{n: n, m: map[string]V{}} }
 
-func (b *boundedMap) get(k string) (string, bool) {
+func (b *boundedMap[V]) get(k string) (V, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	v, ok := b.m[k]
 	return v, ok
 }
 
-func (b *boundedMap) set(k, v string) {
+// set inserts or replaces the value of k.
+func (b *boundedMap[V]) set(k string, v V) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.setLocked(k, v)
+}
+
+// getOrSet returns the value of k, inserting mk() first when k is absent.
+func (b *boundedMap[V]) getOrSet(k string, mk func() V) V {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if v, ok := b.m[k]; ok {
+		return v
+	}
+	v := mk()
+	b.setLocked(k, v)
+	return v
+}
+
+// delete forgets k (and its place in the eviction order, so a later set starts it afresh).
+func (b *boundedMap[V]) delete(k string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.m[k]; !ok {
+		return
+	}
+	delete(b.m, k)
+	if i := slices.Index(b.order, k); i >= 0 {
+		b.order = slices.Delete(b.order, i, i+1)
+	}
+}
+
+func (b *boundedMap[V]) setLocked(k string, v V) {
 	if _, ok := b.m[k]; !ok {
 		b.order = append(b.order, k)
 		if len(b.order) > b.n {
