@@ -176,19 +176,8 @@ func (d *Compute) DeleteAgentRuntimeCredentials(ctx context.Context, agent drive
 	o := owner{namespaceID: agent.NamespaceID, agentID: agent.AgentID}
 	sel := kube.Selector(labelManagedBy, managedByValue, labelNamespace, agent.NamespaceID, labelAgent, agent.AgentID)
 	for _, k := range agentKinds {
-		var list struct {
-			Items []objectView `json:"items"`
-		}
-		if err := d.client.List(ctx, k.res.Path(tn.Name, ""), sel, &list); err != nil {
-			return classify(err)
-		}
-		for _, it := range list.Items {
-			if !o.owns(it.Metadata) {
-				continue // labelled like ours but not provably ours: never delete it
-			}
-			if err := d.client.Delete(ctx, k.res.Path(tn.Name, it.Metadata.Name), it.Metadata.UID, ""); err != nil && !kube.IsNotFound(err) && !kube.IsConflict(err) {
-				return classify(err)
-			}
+		if err := deleteOwned(ctx, d.client, k.res, tn.Name, sel, o, nil); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,6 +1,9 @@
 package kubernetes
 
 import (
+	"context"
+	"slices"
+
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 )
@@ -107,4 +110,26 @@ func (o owner) metadata(name, namespace string, extraLabels map[string]string) k
 // ownershipError refuses an object that exists but is not provably ours.
 func ownershipError(kind, name string) error {
 	return &driver.PermanentError{Code: CodeOwnershipConflict, Reason: "Refusing unowned Kubernetes " + kind + " " + name + "."}
+}
+
+// deleteOwned deletes the objects of res in namespace that match selector and that o provably
+// owns, except those named in keep, each with its UID as precondition. An object already gone, or
+// replaced since the list (409), is passed over. Errors are client errors, classified.
+func deleteOwned(ctx context.Context, c *kube.Client, res kube.Resource, namespace, selector string, o owner, keep []string) error {
+	var list struct {
+		Items []objectView `json:"items"`
+	}
+	if err := c.List(ctx, res.Path(namespace, ""), selector, &list); err != nil {
+		return classify(err)
+	}
+	for _, it := range list.Items {
+		if slices.Contains(keep, it.Metadata.Name) || !o.owns(it.Metadata) {
+			continue // kept, or labelled like ours but not provably ours: never delete it
+		}
+		err := c.Delete(ctx, res.Path(namespace, it.Metadata.Name), it.Metadata.UID, "")
+		if err != nil && !kube.IsNotFound(err) && !kube.IsConflict(err) {
+			return classify(err)
+		}
+	}
+	return nil
 }

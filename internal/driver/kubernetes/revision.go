@@ -506,24 +506,8 @@ func (d *Compute) ActivateRevision(ctx context.Context, rev driver.Revision, rc 
 
 // trimPolicies deletes the Agent's NetworkPolicies that this revision's topology does not write.
 func (d *Compute) trimPolicies(ctx context.Context, p *plan) error {
-	var list struct {
-		Items []objectView `json:"items"`
-	}
 	sel := kube.Selector(labelManagedBy, managedByValue, labelNamespace, p.rev.NamespaceID, labelAgent, p.rev.AgentID)
-	if err := d.client.List(ctx, kube.NetworkPolicies.Path(p.ns, ""), sel, &list); err != nil {
-		return classify(err)
-	}
-	keep := p.agentPolicies()
-	o := owner{namespaceID: p.rev.NamespaceID, agentID: p.rev.AgentID}
-	for _, it := range list.Items {
-		if slices.Contains(keep, it.Metadata.Name) || !o.owns(it.Metadata) {
-			continue
-		}
-		if err := d.client.Delete(ctx, kube.NetworkPolicies.Path(p.ns, it.Metadata.Name), it.Metadata.UID, ""); err != nil && !kube.IsNotFound(err) && !kube.IsConflict(err) {
-			return classify(err)
-		}
-	}
-	return nil
+	return deleteOwned(ctx, d.client, kube.NetworkPolicies, p.ns, sel, owner{namespaceID: p.rev.NamespaceID, agentID: p.rev.AgentID}, p.agentPolicies())
 }
 
 // DeactivateRevision implements driver.Activator: a dedicated Agent Service that routes to this
