@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -24,17 +25,6 @@ import (
 // -run '^$').
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./internal/queue/
-
-// benchFill inserts n queued Namespace work items, one new Namespace (lane) each, in one
-// statement, then vacuums and analyzes the queue so that every benchmark starts from the same
-// planner statistics.
-const benchFill = `
-WITH ns AS (
-  INSERT INTO occ.namespaces (id, name)
-  SELECT id, id FROM (SELECT 'ns_' || gen_random_uuid() AS id FROM generate_series(1, $1)) s
-  RETURNING id)
-INSERT INTO occ.controller_work (idempotency_key, namespace_id, actor_id, namespace_target)
-SELECT 'namespace:' || id || ':reconcile:ready', id, $2, 'ready' FROM ns`
 
 type benchEnv struct {
 	b   *testing.B
@@ -51,7 +41,7 @@ func newBenchEnv(b *testing.B, queued int) *benchEnv {
 	// when the timed loop reaches them.
 	e.q = queue.New(e.app, queue.Options{LeaseDuration: time.Hour, Jitter: zero})
 	if queued > 0 {
-		if _, err := e.app.Exec(e.ctx, benchFill, queued, "prn_"+uuid.NewString()); err != nil {
+		if err := store.FillNamespaceWork(e.ctx, e.app, queued, "prn_"+uuid.NewString()); err != nil {
 			b.Fatalf("fill: %v", err)
 		}
 	}

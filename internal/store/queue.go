@@ -448,3 +448,17 @@ func nullableRaw(b json.RawMessage) any {
 	}
 	return string(b)
 }
+
+// FillNamespaceWork inserts n queued Namespace ensure items, each for a new Namespace (so each in
+// its own lane), in one statement and without Enqueue's per-row notification: the fixture of the
+// queue benchmarks (internal/queue, bench/cmd/queuebench).
+func FillNamespaceWork(ctx context.Context, db DBTX, n int, actorID string) error {
+	_, err := db.Exec(ctx, `
+WITH ns AS (
+  INSERT INTO occ.namespaces (id, name)
+  SELECT id, id FROM (SELECT 'ns_' || gen_random_uuid() AS id FROM generate_series(1, $1)) s
+  RETURNING id)
+INSERT INTO occ.controller_work (idempotency_key, namespace_id, actor_id, namespace_target)
+SELECT 'namespace:' || id || ':reconcile:ready', id, $2, 'ready' FROM ns`, n, actorID)
+	return err
+}

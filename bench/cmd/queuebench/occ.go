@@ -27,16 +27,6 @@ const (
 	occPollInterval = 250 * time.Millisecond
 )
 
-// occFill inserts queued Namespace work, one new Namespace (so one lane) per item, as the
-// application role. It is the row Enqueue would insert, without Enqueue's per-row notification.
-const occFill = `
-WITH ns AS (
-  INSERT INTO occ.namespaces (id, name)
-  SELECT id, id FROM (SELECT 'ns_' || gen_random_uuid() AS id FROM generate_series(1, $1)) s
-  RETURNING id)
-INSERT INTO occ.controller_work (idempotency_key, namespace_id, actor_id, namespace_target)
-SELECT 'namespace:' || id || ':reconcile:ready', id, $2, 'ready' FROM ns`
-
 func benchOCC(ctx context.Context, c config, admin *pgx.Conn, adminURL string, walinspect bool) (result, error) {
 	for _, stmt := range []string{
 		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, occOwnerRole, occPassword),
@@ -76,7 +66,7 @@ func benchOCC(ctx context.Context, c config, admin *pgx.Conn, adminURL string, w
 	actor := "prn_" + uuid.NewString()
 	for done := 0; done < c.n; {
 		batch := min(10000, c.n-done)
-		if _, err := fill.Exec(ctx, occFill, batch, actor); err != nil {
+		if err := store.FillNamespaceWork(ctx, fill, batch, actor); err != nil {
 			return result{}, fmt.Errorf("fill: %w", err)
 		}
 		done += batch
