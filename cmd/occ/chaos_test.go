@@ -180,7 +180,19 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 
 	logDir := os.Getenv("OCC_CHAOS_LOG_DIR") // keep the event logs for a post-mortem
 	if logDir == "" {
-		logDir = t.TempDir()
+		// Kept when the test fails, so that a violation can be read again from its history.
+		dir, err := os.MkdirTemp("", "occ-chaos-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		logDir = dir
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("chaos event logs kept in %s", dir)
+				return
+			}
+			_ = os.RemoveAll(dir)
+		})
 	}
 	r := &chaosRun{t: t, srv: srv, db: db, owner: ownerPool, logDir: logDir, faults: map[string]int{},
 		admitted: map[string]string{"namespace:" + defaultNS + ":reconcile:ready": ""},
