@@ -85,7 +85,9 @@ func New(opts Options) (*Handler, error) {
 
 type missingAssetError struct{ name string }
 
-func (e *missingAssetError) Error() string { return "console: the shell names a missing asset " + e.name }
+func (e *missingAssetError) Error() string {
+	return "console: the shell names a missing asset " + e.name
+}
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	header := w.Header()
