@@ -1,0 +1,144 @@
+package main_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp/kb"
+)
+
+// TestConsoleAgentLifecycle: an administrator signs in, creates a Namespace and watches it
+// become ready, creates a Secret, creates an Agent with the grant its ServicePrincipal needs,
+// deploys it and watches the deployment succeed, deploys again, stops it and deletes it.
+func TestConsoleAgentLifecycle(t *testing.T) {
+	t.Parallel()
+	chromiumPath(t)
+	stack := startConsoleStack(t, "{callDelayMs: 100, revisionReadyAfterMs: 1200}")
+	b := newBrowser(t, stack.base, 1280, 900)
+
+	b.open("/")
+	b.signIn(adminEmail, adminPassword)
+	b.waitFor("the Agents page", hasText("h1", "Agents"))
+
+	// A Namespace: provisioning, then ready.
+	b.click("nav a", "Namespaces")
+	b.waitFor("the Namespaces page", hasText("h1", "Namespaces"))
+	b.click("button", "Create Namespace")
+	b.fill("Name", "team-a")
+	b.click("dialog button", "Create")
+	b.waitFor("team-a listed", hasText("table tr", "team-a"))
+	b.waitFor("team-a ready", `[...document.querySelectorAll('tr')].some((r) => r.textContent.includes('team-a') && r.querySelector('.badge').textContent === 'ready')`)
+
+	// Select it in the header; the choice is kept in the URL.
+	b.click("table a", "team-a")
+	b.waitFor("the Agents page of team-a", hasText("p.lead", "In Namespace team-a"))
+	location := eval[string](b, `location.search`)
+	if !strings.Contains(location, "namespace=ns_") {
+		t.Fatalf("the Namespace is not in the URL: %s", location)
+	}
+
+	// A Secret.
+	b.click("nav a", "Secrets")
+	b.waitFor("the Secrets page", hasText("h1", "Secrets"))
+	b.click("button", "Create Secret")
+	b.fill("Name", "model-key")
+	b.fill("Value", "sk-test-value-never-shown")
+	b.click("dialog button", "Create Secret")
+	b.waitFor("model-key listed", hasText("table a", "model-key"))
+	page := eval[string](b, `document.documentElement.outerHTML`)
+	if strings.Contains(page, "sk-test-value-never-shown") {
+		t.Fatal("the Secret value is still in the page")
+	}
+
+	// An Agent with the grant.
+	b.click("nav a", "Agents")
+	b.click("a.button", "Create Agent")
+	b.waitFor("the create form", hasText("h1", "Create an Agent"))
+	b.fill("Name", "triage")
+	b.choose("Secret", "model-key")
+	b.click("button", "Create Agent")
+	b.waitFor("the Agent page", hasText("h1", "triage"))
+	b.waitFor("created notice", hasText(".alert", "Agent created"))
+
+	// Deploy: live progress until the result.
+	b.click("button", "Deploy new version")
+	b.waitFor("version 1 deploying", `document.querySelector('.deployment[data-revision]') && document.querySelector('.timeline li') !== null`)
+	b.waitFor("version 1 active", hasText(".deploy-result", "Version 1 is active."))
+	phases := eval[int](b, `document.querySelectorAll('.timeline li').length`)
+	if phases < 2 {
+		t.Fatalf("%d phases shown", phases)
+	}
+	// Deploy again.
+	b.click("button", "Deploy new version")
+	b.waitFor("version 2 active", hasText(".deploy-result", "Version 2 is active."))
+	b.click("button[role=tab]", "Versions")
+	b.waitFor("two versions", `document.querySelectorAll('.tab-panel tbody tr').length === 2`)
+	b.waitFor("both succeeded", `[...document.querySelectorAll('.tab-panel tbody tr .badge')].filter((e) => e.textContent === 'succeeded').length === 2`)
+
+	// Stop, then delete.
+	b.click("button", "Stop")
+	b.click("dialog button", "Stop Agent")
+	b.waitFor("stopped", hasText("[role=status]", "Stopped: no version is active."))
+	b.click("button", "Delete")
+	b.click("dialog button", "Permanently delete Agent")
+	b.waitFor("back on the Agents list", hasText("h1", "Agents"))
+	b.waitFor("the list is loaded", `document.querySelector('.list-region') && document.querySelector('.list-region').getAttribute('aria-busy') === 'false'`)
+	if eval[bool](b, hasText("table a", "triage")) {
+		t.Fatal("the deleted Agent is still listed")
+	}
+	if n := stack.inst.scalar(t, `SELECT count(*)::text FROM occ.agents`); n != "0" {
+		t.Fatalf("%s Agents left in the database", n)
+	}
+}
+
+// TestConsoleKeyboardOnlyAgentCreation: creating an Agent, including a new Secret in the
+// picker's dialog, with Tab, arrows, typing and Enter only.
+func TestConsoleKeyboardOnlyAgentCreation(t *testing.T) {
+	t.Parallel()
+	chromiumPath(t)
+	stack := startConsoleStack(t, "{}")
+	eventually(t, 30*time.Second, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
+	b := newBrowser(t, stack.base, 1280, 900)
+	b.open("/console/agents/new")
+	b.waitFor("sign-in", hasText("h1", "Sign in"))
+	b.tabTo("Email")
+	b.keys(adminEmail)
+	b.tabTo("Password")
+	b.keys(adminPassword + kb.Enter)
+	b.waitFor("back on the create form", hasText("h1", "Create an Agent"))
+
+	b.tabTo("Name")
+	b.keys("keyboard-agent")
+	b.tabTo("Execution mode")
+	b.keys(kb.ArrowDown) // dedicated
+	b.tabTo("Create new Secret…")
+	b.keys(kb.Enter)
+	b.waitFor("the Secret dialog", `document.querySelector('dialog[open]') !== null`)
+	b.tabTo("Value")
+	b.keys("kbd-secret-value")
+	b.tabTo("Create Secret")
+	b.keys(kb.Enter)
+	b.waitFor("the Secret selected", `document.querySelector('dialog[open]') === null && document.querySelector('.picker-select').selectedOptions[0].textContent.includes('keyboard-agent-model-key')`)
+	// Focus came back to the control that opened the dialog.
+	if !eval[bool](b, `document.activeElement !== null && document.activeElement.textContent === 'Create new Secret…'`) {
+		t.Fatal("focus did not return to the opener")
+	}
+	b.tabTo("Create Agent")
+	b.keys(kb.Enter)
+	b.waitFor("the Agent page", hasText("h1", "keyboard-agent"))
+	if mode := stack.inst.scalar(t, `SELECT execution_mode FROM occ.agents WHERE name = 'keyboard-agent'`); mode != "dedicated" {
+		t.Fatalf("execution mode %q", mode)
+	}
+	// The grant was made for the Agent's own ServicePrincipal.
+	if n := stack.inst.scalar(t, `SELECT count(*)::text FROM occ.iam_access_bindings b JOIN occ.agents a ON a.service_principal_id = b.identity_subject_id
+	  WHERE a.name = 'keyboard-agent' AND b.resource_kind = 'secret'`); n != "1" {
+		t.Fatalf("%s grants for the Agent's ServicePrincipal", n)
+	}
+	// Escape closes the topmost dialog and returns focus.
+	b.tabTo("Delete")
+	b.keys(kb.Enter)
+	b.waitFor("the confirmation", `document.querySelector('dialog[open]') !== null`)
+	b.keys(kb.Escape)
+	b.waitFor("closed by Escape", `document.querySelector('dialog[open]') === null && document.activeElement.textContent === 'Delete'`)
+}
