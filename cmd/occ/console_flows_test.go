@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -141,4 +142,83 @@ func TestConsoleKeyboardOnlyAgentCreation(t *testing.T) {
 	b.waitFor("the confirmation", `document.querySelector('dialog[open]') !== null`)
 	b.keys(kb.Escape)
 	b.waitFor("closed by Escape", `document.querySelector('dialog[open]') === null && document.activeElement.textContent === 'Delete'`)
+}
+
+// TestConsoleScopedPersonAndSessionExpiry: an administrator creates a person's account on the
+// People page; the person, bound to one Namespace only, sees only it, gets an explained denial
+// on another one and on the Access page, and after the session expires returns to sign-in and
+// then to the page they were on.
+func TestConsoleScopedPersonAndSessionExpiry(t *testing.T) {
+	t.Parallel()
+	chromiumPath(t)
+	stack := startConsoleStack(t, "{}")
+	eventually(t, 30*time.Second, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
+	st, other := stack.api.call("POST", "/namespaces", map[string]any{"name": "other"})
+	if st != 201 {
+		t.Fatalf("other namespace: %d %v", st, other)
+	}
+	otherID := data(other)["id"].(string)
+
+	b := newBrowser(t, stack.base, 1280, 900)
+	b.open("/console/people")
+	b.signIn(adminEmail, adminPassword)
+	b.waitFor("the People page", hasText("h1", "People"))
+	b.fill("Email", "person@example.com")
+	b.fill("First password", "person-password-1")
+	b.click("button", "Create account")
+	b.waitFor("the account", `document.querySelector('.principal-id') !== null`)
+	principal := eval[string](b, `document.querySelector('.principal-id').textContent`)
+
+	ns := "/namespaces/" + stack.inst.defaultNS
+	st, role := stack.api.call("POST", ns+"/iam/roles", map[string]any{"name": "viewer",
+		"permissions": []any{map[string]any{"action": "read", "resourceKind": "namespace"}}})
+	if st != 201 {
+		t.Fatalf("role: %d %v", st, role)
+	}
+	if st, r := stack.api.call("POST", ns+"/iam/access-bindings", map[string]any{"subjectKind": "identity", "subjectId": principal,
+		"roleId": data(role)["id"], "resourceKind": "namespace", "resourceId": stack.inst.defaultNS}); st != 201 {
+		t.Fatalf("binding: %d %v", st, r)
+	}
+
+	b.click("button", "Sign out")
+	b.waitFor("signed out", hasText("h1", "Sign in"))
+	if n := eval[int](b, `document.querySelectorAll('#main *').length`); n == 0 {
+		t.Fatal("the sign-in page is empty")
+	}
+	b.signIn("person@example.com", "person-password-1")
+	b.waitFor("the person's Agents page", hasText("p.lead", "In Namespace default"))
+	if options := eval[[]string](b, `[...document.querySelectorAll('#namespace-select option')].map((o) => o.textContent)`); len(options) != 1 || options[0] != "default" {
+		t.Fatalf("the selector offers %v", options)
+	}
+	b.waitFor("an empty list", hasText(".list-region", "No Agent yet"))
+
+	// Another Namespace: explained, not a blank page.
+	b.open("/console/agents?namespace=" + otherID)
+	b.waitFor("Namespace unavailable", hasText("h1", "Namespace unavailable"))
+	b.waitFor("the reason", hasText(".alert", "namespace:read"))
+	if sel := eval[string](b, `document.querySelector('#namespace-select').selectedOptions[0].textContent`); sel != "Namespace unavailable" {
+		t.Fatalf("the selector shows %q", sel)
+	}
+	// The Access page needs an administrator: the denial says so, with its code and request id.
+	b.open("/console/access?namespace=" + stack.inst.defaultNS)
+	b.waitFor("the denial", hasText(".alert", "installation:administer"))
+	b.waitFor("its code", hasText(".alert .error-code", "FORBIDDEN"))
+	b.waitFor("its request id", `/^req_/.test(document.querySelector('.alert .request-id').textContent)`)
+
+	// The session expires on the server; the next read returns to sign-in, then back.
+	if _, err := stack.inst.owner.Exec(context.Background(), `UPDATE occ.sessions SET created_at = created_at - interval '9 hours', expires_at = expires_at - interval '9 hours'
+	  WHERE account_id = (SELECT id FROM occ.accounts WHERE email = 'person@example.com')`); err != nil {
+		t.Fatal(err)
+	}
+	b.click("nav a", "Secrets")
+	b.waitFor("sign-in after expiry", hasText("h1", "Sign in"))
+	if loc := eval[string](b, `location.pathname + location.search`); !strings.Contains(loc, "next=%2Fconsole%2Fsecrets") {
+		t.Fatalf("sign-in does not remember the page: %s", loc)
+	}
+	if eval[bool](b, `document.body.textContent.includes('default')`) {
+		t.Fatal("private content is still on screen after the session ended")
+	}
+	b.signIn("person@example.com", "person-password-1")
+	b.waitFor("back on the Secrets page", hasText("h1", "Secrets"))
+	b.waitFor("in the same Namespace", hasText("p.lead", "In Namespace default"))
 }
