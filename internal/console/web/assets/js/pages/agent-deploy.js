@@ -38,10 +38,12 @@ export function deploymentTracker({ namespaceId, agentId, revision, signal, onSe
   const clock = h('span', { class: 'deploy-elapsed' });
   const timeline = h('ol', { class: 'timeline', 'aria-label': `Phases of version ${revision.revision}` });
   const result = h('div', { class: 'deploy-result' });
+  const elapsedPart = h('span', {}, ' · elapsed ', clock);
   const element = h('div', { class: 'deployment', dataset: { revision: revision.id } },
-    h('p', {}, `Version ${revision.revision} · admitted ${formatTime(revision.createdAt)} · elapsed `, clock),
+    h('p', {}, `Version ${revision.revision} · admitted ${formatTime(revision.createdAt)}`, elapsedPart),
     statusLine, timeline, result);
   let lastPhase = '';
+  let watched = false; // seen queued or running: the elapsed time and phase times mean something
   let timer = null;
   let ticker = null;
   let done = false;
@@ -55,7 +57,7 @@ export function deploymentTracker({ namespaceId, agentId, revision, signal, onSe
     const key = `${label}|${code || ''}`;
     if (key === lastPhase) return;
     lastPhase = key;
-    timeline.append(h('li', {}, h('span', { class: 'timeline-at' }, `+${elapsed((at ? new Date(at).getTime() : Date.now()) - started)}`), ' ', label,
+    timeline.append(h('li', {}, watched ? h('span', { class: 'timeline-at' }, `+${elapsed((at ? new Date(at).getTime() : Date.now()) - started)}`) : null, ' ', label,
       code ? [' ', h('code', {}, code)] : null));
   };
 
@@ -72,12 +74,14 @@ export function deploymentTracker({ namespaceId, agentId, revision, signal, onSe
     replace(statusLine, badge(d.status), ' ', { queued: 'Waiting for a worker.', running: 'A worker is deploying it.', succeeded: 'Deployed.', failed: 'The deployment failed.' }[d.status] || '');
     const last = d.progress && d.progress.lastAttempt;
     if (d.status === 'queued' || d.status === 'running') {
+      watched = true;
       if (last) phase(last.message, last.code, last.at); else phase(d.status === 'queued' ? 'Queued for a worker.' : 'Claimed by a worker.', '', null);
       timer = setTimeout(read, 1000);
       return;
     }
     stop();
-    clock.textContent = elapsed(Date.now() - started);
+    // A result recorded before this page opened has no elapsed time the page could measure.
+    if (watched) clock.textContent = elapsed(Date.now() - started); else elapsedPart.hidden = true;
     if (d.status === 'succeeded') {
       phase('Active.', '', null);
       replace(result, h('div', { class: 'alert success' }, h('p', {}, `Version ${revision.revision} is active.`),
