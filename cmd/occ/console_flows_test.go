@@ -58,6 +58,16 @@ func TestConsoleAgentLifecycle(t *testing.T) {
 	b.waitFor("the create form", hasText("h1", "Create an Agent"))
 	b.fill("Name", "triage")
 	b.choose("Secret", "model-key")
+	// A document the API refuses: its problem is shown at its JSON path and line, and nothing is created.
+	b.fill("Configuration", `{"models": {"providers": {"x": {"baseUrl": "not-a-url"}}}}`)
+	b.click("button", "Create Agent")
+	b.waitFor("the problem at its path", hasText(".json-problems li", "/models/providers/x/baseUrl"))
+	b.waitFor("with its line", hasText(".json-problems li", "(line 1)"))
+	b.waitFor("the request id", `/^req_/.test(document.querySelector('.alert .request-id').textContent)`)
+	if n := stack.inst.scalar(t, `SELECT count(*)::text FROM occ.configurations`); n != "0" {
+		t.Fatalf("%s Configurations after a refused one", n)
+	}
+	b.fill("Configuration", `{"agents": {}}`)
 	b.click("button", "Create Agent")
 	b.waitFor("the Agent page", hasText("h1", "triage"))
 	b.waitFor("created notice", hasText(".alert", "Agent created"))
@@ -76,6 +86,23 @@ func TestConsoleAgentLifecycle(t *testing.T) {
 	b.click("button[role=tab]", "Versions")
 	b.waitFor("two versions", `document.querySelectorAll('.tab-panel tbody tr').length === 2`)
 	b.waitFor("both succeeded", `[...document.querySelectorAll('.tab-panel tbody tr .badge')].filter((e) => e.textContent === 'succeeded').length === 2`)
+
+	// A concurrent change of the Configuration is never overwritten: saving asks for a reload.
+	b.click("button[role=tab]", "Configuration")
+	b.waitFor("the editor", `document.querySelector('.tab-panel textarea') !== null`)
+	cfgID := stack.inst.scalar(t, `SELECT configuration_id FROM occ.agents WHERE name = 'triage'`)
+	if st, r := stack.api.call("PATCH", "/namespaces/"+stack.inst.scalar(t, `SELECT namespace_id FROM occ.agents WHERE name = 'triage'`)+"/configurations/"+cfgID,
+		map[string]any{"values": map[string]any{"agents": map[string]any{"changed": "elsewhere"}}}); st != 200 {
+		t.Fatalf("concurrent change: %d %v", st, r)
+	}
+	b.fill("Configuration", `{"agents": {"changed": "here"}}`)
+	b.click("button", "Save Configuration")
+	b.waitFor("asked to reload", hasText(".alert", "changed since this page read it"))
+	if got := stack.inst.scalar(t, `SELECT generation::text FROM occ.configurations WHERE id = $1`, cfgID); got != "2" {
+		t.Fatalf("generation %s after a refused save", got)
+	}
+	b.click(".alert button", "Reload")
+	b.waitFor("the reloaded page", hasText("h1", "triage"))
 
 	// Stop, then delete.
 	b.click("button", "Stop")
@@ -187,6 +214,11 @@ func TestConsoleScopedPersonAndSessionExpiry(t *testing.T) {
 	}
 	b.signIn("person@example.com", "person-password-1")
 	b.waitFor("the person's Agents page", hasText("p.lead", "In Namespace default"))
+	if eval[bool](b, `document.querySelector('.build').offsetParent !== null`) {
+		t.Fatal("the build is shown without debug=true")
+	}
+	b.open("/console/agents?debug=true")
+	b.waitFor("the build identity", hasText(".build", "Build dev"))
 	if options := eval[[]string](b, `[...document.querySelectorAll('#namespace-select option')].map((o) => o.textContent)`); len(options) != 1 || options[0] != "default" {
 		t.Fatalf("the selector offers %v", options)
 	}

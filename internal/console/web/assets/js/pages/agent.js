@@ -89,6 +89,12 @@ export default {
         h('button', { type: 'button', class: 'button secondary', on: { click: () => { replace(notice); load(); } } }, 'Refresh'));
     }
 
+    // blockWrites disables the write actions after an unknown outcome, until Refresh reads the state.
+    function blockWrites(err) {
+      if (!err.unknownOutcome) return;
+      for (const b of actions.querySelectorAll('button')) if (b.textContent !== 'Refresh') b.disabled = true;
+    }
+
     function latestRevision() { return view.revisions.length ? view.revisions[view.revisions.length - 1] : null; }
 
     function showActivity() {
@@ -131,6 +137,7 @@ export default {
         showHeader();
         showTabs();
       } catch (err) {
+        blockWrites(err);
         replace(notice, errorPanel(err, {
           denied: 'Deploying needs agent:deploy on this Agent, configuration:read on its Configuration, and secret:operate on every Secret it uses — for you and for the Agent\u2019s own ServicePrincipal.',
           refresh: () => { replace(notice); load(); },
@@ -164,6 +171,7 @@ export default {
           return true;
         }, { interval: 1000, signal: ctx.signal, onError: (err) => replace(notice, errorPanel(err, { refresh: load })) });
       } catch (err) {
+        blockWrites(err);
         replace(notice, errorPanel(err, { denied: 'Stopping needs agent:operate on this Agent.', refresh: () => { replace(notice); load(); } }));
       }
     }
@@ -195,6 +203,7 @@ export default {
           }
         }, { interval: 1000, signal: ctx.signal, onError: (err) => replace(notice, errorPanel(err, { refresh: load })) });
       } catch (err) {
+        blockWrites(err);
         replace(notice, errorPanel(err, { denied: 'Deleting needs agent:delete on this Agent; read or operate is not enough.', refresh: () => { replace(notice); load(); } }));
       }
     }
