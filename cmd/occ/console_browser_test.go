@@ -157,7 +157,10 @@ func (b *browser) fail(what string, err error) {
 	b.t.Fatalf("%s: %v\nat %s\n%s", what, err, location, body)
 }
 
-func (b *browser) open(path string) { b.t.Helper(); b.run("open "+path, chromedp.Navigate(b.base+path)) }
+func (b *browser) open(path string) {
+	b.t.Helper()
+	b.run("open "+path, chromedp.Navigate(b.base+path))
+}
 
 // waitFor polls a JavaScript expression until it is truthy.
 func (b *browser) waitFor(what, expr string) {
