@@ -63,15 +63,7 @@ func startConsoleStack(t testing.TB, computeConfiguration string) consoleStack {
 	api := start(tt, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": inst.db.AppURL, "OCC_CONFIG_PATH": cfg,
 		"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port), "OCC_AUTH_BASE_URL": base}, "api")
 	eventually(tt, 30*time.Second, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
-	raw, err := os.ReadFile(inst.keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keyDoc struct {
-		Data struct{ Key string } `json:"data"`
-	}
-	_ = json.Unmarshal(raw, &keyDoc)
-	return consoleStack{inst: inst, base: base, api: apiClient{t: tt, base: base, key: keyDoc.Data.Key}}
+	return consoleStack{inst: inst, base: base, api: apiClient{t: tt, base: base, key: inst.serviceKey(tt)}}
 }
 
 // browser is one headless Chromium tab. Every JavaScript exception, console error and CSP

@@ -3,9 +3,9 @@
 
 import { h, uid, replace, announce } from '../dom.js';
 import * as api from '../api.js';
-import { openDialog } from './dialog.js';
+import { formDialog } from './formdialog.js';
 import { errorPanel } from './errors.js';
-import { field, showDetails } from './form.js';
+import { field } from './form.js';
 
 // secretPicker({namespaceId, label, suggestedName}) → {row, selected() → id|'', select(id), load()}
 export function secretPicker({ namespaceId, label = 'Secret', suggestedName = () => '' }) {
@@ -46,17 +46,11 @@ export function secretPicker({ namespaceId, label = 'Secret', suggestedName = ()
       label: 'Value', name: 'value', type: 'password', path: '/value', required: true, autocomplete: 'new-password',
       hint: 'Sent once to the Secret Driver; never shown again.',
     });
-    const failure = h('div');
-    const save = h('button', { type: 'button', class: 'button' }, 'Create Secret');
-    const form = h('form', { class: 'form', novalidate: true }, name.row, value.row, failure);
-    const d = openDialog({ title: 'Create a Secret', body: [form], actions: [save] });
-    let uncertain = false;
-    const submit = async (event) => {
-      event.preventDefault();
-      if (uncertain) return;
-      d.setBusy(true);
-      replace(failure);
-      try {
+    formDialog({
+      title: 'Create a Secret', fields: [name, value], submitLabel: 'Create Secret',
+      denied: 'You cannot create Secrets in this Namespace (secret:create).',
+      onUnknown: load,
+      send: async () => {
         const { data } = await api.post(api.paths.secrets(namespaceId), { name: name.control.value, value: value.control.value });
         value.control.value = '';
         secrets.push(data);
@@ -64,26 +58,9 @@ export function secretPicker({ namespaceId, label = 'Secret', suggestedName = ()
         render();
         select.value = data.id;
         select.dispatchEvent(new Event('change'));
-        d.setBusy(false);
-        d.close();
         announce(`Secret ${data.name} created and selected.`);
-      } catch (err) {
-        d.setBusy(false);
-        if (err.unknownOutcome) {
-          // The Secret may exist: creating it again could make a second one.
-          uncertain = true;
-          save.disabled = true;
-        }
-        const rest = showDetails([name, value], err.details);
-        replace(failure, errorPanel(err, {
-          details: rest,
-          denied: 'You cannot create Secrets in this Namespace (secret:create).',
-          refresh: err.unknownOutcome ? () => { d.setBusy(false); d.close(); load(); } : undefined,
-        }));
-      }
-    };
-    form.addEventListener('submit', submit);
-    save.addEventListener('click', submit);
+      },
+    });
   }
 
   const row = h('div', { class: 'field secret-picker' },

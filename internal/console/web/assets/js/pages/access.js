@@ -5,9 +5,10 @@
 import * as api from '../api.js';
 import { h, replace, announce, idText } from '../dom.js';
 import * as router from '../router.js';
-import { openDialog, confirmDialog } from '../components/dialog.js';
+import { confirmDialog } from '../components/dialog.js';
+import { formDialog } from '../components/formdialog.js';
 import { errorPanel, isAbort } from '../components/errors.js';
-import { field, showDetails } from '../components/form.js';
+import { field } from '../components/form.js';
 import { dataTable } from '../components/table.js';
 
 const DENIED = 'Managing access needs installation:administer (and namespace:read on this Namespace). Ask an administrator.';
@@ -127,35 +128,19 @@ export default {
       subject.control.addEventListener('change', syncSubject);
       syncSubject();
       kind.control.addEventListener('change', () => replace(resource.control, resourceOptions(kind.control.value).map((o) => h('option', { value: o.value }, o.label))));
-      const failure = h('div');
-      const save = h('button', { type: 'button', class: 'button' }, 'Grant');
-      const form = h('form', { class: 'form', novalidate: true }, subject.row, person.row, role.row, kind.row, resource.row, failure);
-      const d = openDialog({ title: 'Grant access', body: [form], actions: [save] });
-      let uncertain = false;
-      const submit = async (event) => {
-        event.preventDefault();
-        if (uncertain) return;
-        d.setBusy(true);
-        replace(failure);
-        try {
+      formDialog({
+        title: 'Grant access', fields: [subject, person, role, kind, resource], submitLabel: 'Grant',
+        denied: `${DENIED} Granting also needs read on the resource.`, onUnknown: load,
+        send: async () => {
           const { data: b } = await api.post(api.paths.bindings(ns), {
             subjectKind: 'identity', subjectId: subject.control.value || person.control.value.trim(),
             roleId: role.control.value, resourceKind: kind.control.value, resourceId: resource.control.value,
           });
           data.bindings.push(b);
-          d.setBusy(false);
-          d.close();
           show();
           announce('Access granted.');
-        } catch (err) {
-          d.setBusy(false);
-          if (err.unknownOutcome) { uncertain = true; save.disabled = true; }
-          const rest = showDetails([subject, role, kind, resource], err.details);
-          replace(failure, errorPanel(err, { details: rest, denied: `${DENIED} Granting also needs read on the resource.`, refresh: err.unknownOutcome ? () => { d.close(); load(); } : undefined }));
-        }
-      };
-      form.addEventListener('submit', submit);
-      save.addEventListener('click', submit);
+        },
+      });
     }
 
     function createRole() {
@@ -167,32 +152,19 @@ export default {
           boxes.push(box);
           return h('span', { class: 'checkbox-line' }, box, h('label', { for: box.id }, action));
         })));
-      const failure = h('div');
-      const save = h('button', { type: 'button', class: 'button' }, 'Create Role');
-      const form = h('form', { class: 'form', novalidate: true }, name.row, h('p', { class: 'hint' }, 'Roles are immutable. A Role with create cannot be bound to one exact resource.'), groups, failure);
-      const d = openDialog({ title: 'Create a Role', body: [form], actions: [save], wide: true });
-      const submit = async (event) => {
-        event.preventDefault();
-        d.setBusy(true);
-        replace(failure);
-        const permissions = boxes.filter((b) => b.checked).map((b) => { const [resourceKind, action] = b.value.split(':'); return { action, resourceKind }; });
-        const body = { permissions };
-        if (name.control.value.trim()) body.name = name.control.value;
-        try {
+      formDialog({
+        title: 'Create a Role', fields: [name], wide: true, submitLabel: 'Create Role', denied: DENIED, onUnknown: load,
+        extra: [h('p', { class: 'hint' }, 'Roles are immutable. A Role with create cannot be bound to one exact resource.'), groups],
+        send: async () => {
+          const permissions = boxes.filter((b) => b.checked).map((b) => { const [resourceKind, action] = b.value.split(':'); return { action, resourceKind }; });
+          const body = { permissions };
+          if (name.control.value.trim()) body.name = name.control.value;
           const { data: r } = await api.post(api.paths.roles(ns), body);
           data.roles.push(r);
-          d.setBusy(false);
-          d.close();
           show();
           announce(`Role ${r.name || r.id} created.`);
-        } catch (err) {
-          d.setBusy(false);
-          const rest = showDetails([name], err.details);
-          replace(failure, errorPanel(err, { details: rest, denied: DENIED, refresh: err.unknownOutcome ? () => { d.close(); load(); } : undefined }));
-        }
-      };
-      form.addEventListener('submit', submit);
-      save.addEventListener('click', submit);
+        },
+      });
     }
 
     async function revoke(b) {

@@ -4,9 +4,10 @@
 import * as api from '../api.js';
 import { h, replace, announce, formatTime, idText } from '../dom.js';
 import * as router from '../router.js';
-import { openDialog, confirmDialog } from '../components/dialog.js';
+import { confirmDialog } from '../components/dialog.js';
+import { formDialog } from '../components/formdialog.js';
 import { errorPanel, isAbort } from '../components/errors.js';
-import { field, showDetails } from '../components/form.js';
+import { field } from '../components/form.js';
 import { dataTable } from '../components/table.js';
 import { badge } from '../components/status.js';
 import { poll } from '../components/poll.js';
@@ -78,38 +79,19 @@ export default {
 
     function create() {
       const name = field({ label: 'Name', name: 'name', path: '/name', required: true, hint: '1 to 200 characters. Names stay reserved forever, also after deletion.' });
-      const failure = h('div');
-      const save = h('button', { type: 'button', class: 'button' }, 'Create');
-      const form = h('form', { class: 'form', novalidate: true }, name.row, failure);
-      const d = openDialog({ title: 'Create a Namespace', body: [form], actions: [save] });
-      let uncertain = false;
-      const submit = async (event) => {
-        event.preventDefault();
-        if (uncertain) return;
-        d.setBusy(true);
-        replace(failure);
-        try {
+      formDialog({
+        title: 'Create a Namespace', fields: [name], submitLabel: 'Create',
+        denied: 'Creating Namespaces needs namespace:create on the Installation.',
+        onUnknown: reload,
+        send: async () => {
           const { data } = await api.post(api.paths.namespaces, { name: name.control.value });
-          d.setBusy(false);
-          d.close();
           announce(`Namespace ${data.name} created; provisioning.`);
           rows.push(data);
           show();
           watch();
           ctx.refreshNamespaces();
-        } catch (err) {
-          d.setBusy(false);
-          if (err.unknownOutcome) { uncertain = true; save.disabled = true; }
-          const rest = showDetails([name], err.details);
-          replace(failure, errorPanel(err, {
-            details: rest,
-            denied: 'Creating Namespaces needs namespace:create on the Installation.',
-            refresh: err.unknownOutcome ? () => { d.close(); reload(); } : undefined,
-          }));
-        }
-      };
-      form.addEventListener('submit', submit);
-      save.addEventListener('click', submit);
+        },
+      });
     }
 
     async function remove(n) {

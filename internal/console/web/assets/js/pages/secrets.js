@@ -4,9 +4,10 @@
 import * as api from '../api.js';
 import { h, replace, announce, idText } from '../dom.js';
 import * as router from '../router.js';
-import { openDialog, confirmDialog } from '../components/dialog.js';
+import { confirmDialog } from '../components/dialog.js';
+import { formDialog } from '../components/formdialog.js';
 import { errorPanel, isAbort } from '../components/errors.js';
-import { field, showDetails } from '../components/form.js';
+import { field } from '../components/form.js';
 import { dataTable, definitionList } from '../components/table.js';
 
 export default {
@@ -79,32 +80,13 @@ export default {
     function valueDialog({ title, withName, submitLabel, send, denied }) {
       const name = withName ? field({ label: 'Name', name: 'name', path: '/name', required: true }) : null;
       const value = field({ label: 'Value', name: 'value', type: 'password', path: '/value', required: true, autocomplete: 'new-password', hint: 'Masked; never shown again.' });
-      const failure = h('div');
-      const save = h('button', { type: 'button', class: 'button' }, submitLabel);
-      const form = h('form', { class: 'form', novalidate: true }, name ? name.row : null, value.row, failure);
-      const d = openDialog({ title, body: [form], actions: [save] });
-      let uncertain = false;
-      const submit = async (event) => {
-        event.preventDefault();
-        if (uncertain) return;
-        d.setBusy(true);
-        replace(failure);
-        try {
-          const data = await send(name ? name.control.value : null, value.control.value);
+      formDialog({
+        title, fields: [name, value].filter(Boolean), submitLabel, denied, onUnknown: load,
+        send: async () => {
+          await send(name ? name.control.value : null, value.control.value);
           value.control.value = '';
-          d.setBusy(false);
-          d.close();
-          return data;
-        } catch (err) {
-          d.setBusy(false);
-          if (err.unknownOutcome) { uncertain = true; save.disabled = true; }
-          const rest = showDetails([name, value].filter(Boolean), err.details);
-          replace(failure, errorPanel(err, { details: rest, denied, refresh: err.unknownOutcome ? () => { d.close(); load(); } : undefined }));
-        }
-        return null;
-      };
-      form.addEventListener('submit', submit);
-      save.addEventListener('click', submit);
+        },
+      });
     }
 
     function create() {
