@@ -60,6 +60,8 @@ function clearPrivate() {
 function currentLocation() { return window.location.pathname + window.location.search; }
 
 function toSignIn({ keepPlace }) {
+  // Parallel reads can all answer 401: the first one decides where to return to.
+  if (window.location.pathname.startsWith(SIGN_IN)) { clearPrivate(); return; }
   const next = keepPlace && !window.location.pathname.startsWith(SIGN_IN) ? currentLocation() : null;
   clearPrivate();
   router.navigate(next ? `${SIGN_IN}?next=${encodeURIComponent(next)}` : SIGN_IN, { replace: true });
