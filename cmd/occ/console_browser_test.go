@@ -47,9 +47,10 @@ func chromiumPath(t testing.TB) string {
 
 // consoleStack is a running installation: API (with the console) and one worker.
 type consoleStack struct {
-	inst installation
-	base string
-	api  apiClient
+	inst   installation
+	base   string
+	api    apiClient
+	worker *process
 }
 
 func startConsoleStack(t testing.TB, computeConfiguration string) consoleStack {
@@ -57,13 +58,13 @@ func startConsoleStack(t testing.TB, computeConfiguration string) consoleStack {
 	tt := t.(*testing.T)
 	inst := bootstrapped(tt)
 	cfg := simulatedConfig(tt, computeConfiguration)
-	start(tt, workerEnv(inst, cfg, nil), "worker")
+	worker := start(tt, workerEnv(inst, cfg, nil), "worker")
 	port := freePort(tt)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	api := start(tt, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": inst.db.AppURL, "OCC_CONFIG_PATH": cfg,
 		"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port), "OCC_AUTH_BASE_URL": base}, "api")
 	eventually(tt, 30*time.Second, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
-	return consoleStack{inst: inst, base: base, api: apiClient{t: tt, base: base, key: inst.serviceKey(tt)}}
+	return consoleStack{inst: inst, base: base, api: apiClient{t: tt, base: base, key: inst.serviceKey(tt)}, worker: worker}
 }
 
 // browser is one headless Chromium tab. Every JavaScript exception, console error and CSP

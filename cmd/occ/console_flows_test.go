@@ -118,6 +118,47 @@ func TestConsoleAgentLifecycle(t *testing.T) {
 	if n := stack.inst.scalar(t, `SELECT count(*)::text FROM occ.agents`); n != "0" {
 		t.Fatalf("%s Agents left in the database", n)
 	}
+
+	// The Namespace still holds the Secret: its delete is refused and the page links to it.
+	b.click("nav a", "Namespaces")
+	b.click("button[aria-label='Delete Namespace team-a']", "Delete")
+	b.click("dialog button", "Delete Namespace")
+	b.waitFor("what is left", hasText(".leftovers a", "model-key"))
+	b.waitFor("the code", hasText(".alert .error-code", "NAMESPACE_NOT_EMPTY"))
+}
+
+// TestConsoleShowsAFailedDeployment: a deployment that failed shows its code, its message and
+// what to check. The worker is stopped first and the failure is written as the worker records
+// one, so the outcome is fixed.
+func TestConsoleShowsAFailedDeployment(t *testing.T) {
+	t.Parallel()
+	chromiumPath(t)
+	stack := startConsoleStack(t, "{}")
+	eventually(t, 30*time.Second, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
+	_ = stack.worker.cmd.Process.Kill()
+	<-stack.worker.done
+	ns := "/namespaces/" + stack.inst.defaultNS
+	_, cfg := stack.api.call("POST", ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})
+	_, agent := stack.api.call("POST", ns+"/agents", map[string]any{"name": "broken", "configurationId": data(cfg)["id"],
+		"harnessAuth": map[string]any{"method": "runtime"}})
+	agentID := data(agent)["id"].(string)
+	st, rev := stack.api.call("POST", ns+"/agents/"+agentID+"/deploy", nil)
+	if st != 202 {
+		t.Fatalf("deploy: %d %v", st, rev)
+	}
+	if _, err := stack.inst.owner.Exec(context.Background(), `UPDATE occ.controller_work SET state = 'failed_permanent',
+	  completed_at = clock_timestamp(), reason_code = 'RUNTIME_AUTHENTICATION_FAILED' WHERE idempotency_key = $1`,
+		"agent_revision:"+data(rev)["id"].(string)+":reconcile"); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, stack.base, 1280, 900)
+	b.open("/console/agents/" + agentID + "?namespace=" + stack.inst.defaultNS)
+	b.signIn(adminEmail, adminPassword)
+	b.waitFor("the failure", hasText(".deploy-result .error-code", "RUNTIME_AUTHENTICATION_FAILED"))
+	b.waitFor("its message", hasText(".deploy-result", "The runtime credentials were rejected."))
+	b.waitFor("what to check", hasText(".deploy-result", "What to check:"))
+	b.click("nav a", "Agents")
+	b.waitFor("the list shows it", hasText(".deployment-cell", "RUNTIME_AUTHENTICATION_FAILED"))
 }
 
 // TestConsoleKeyboardOnlyAgentCreation: creating an Agent, including a new Secret in the
