@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build test vet fmt bench clean image dev kube-bin
+.PHONY: build test vet fmt bench clean image dev kube-bin screenshots console-measure
 
 build: ## Build a static bin/occ
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/occ ./cmd/occ
@@ -23,6 +23,13 @@ kube-bin: ## Build etcd, kube-apiserver and kube-controller-manager for the test
 
 bench: ## Every benchmark, one table of figures (BENCH_FULL=1: scalecheck at full size); docs/performance.md
 	cd bench && $(GO) run ./cmd/benchall
+
+screenshots: ## Regenerate the console screenshots of docs/console.md (needs Chromium)
+	mkdir -p docs/console
+	OCC_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run '^TestConsoleLayout$$' ./cmd/occ
+
+console-measure: ## Print the console's first-load bytes and 1 000-Agent list time (docs/performance.md; needs Chromium)
+	OCC_CONSOLE_MEASURE=1 $(GO) test -count=1 -v -run '^TestConsoleMeasure$$' ./cmd/occ | grep -E '^(console|agents list)'
 
 IMAGE ?= occ:dev
 

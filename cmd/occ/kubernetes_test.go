@@ -71,15 +71,7 @@ func startKubeStack(t *testing.T, c *kubetest.Cluster, workerExtra map[string]st
 	s.api = start(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": inst.db.AppURL,
 		"OCC_CONFIG_PATH": kubernetesConfig(t, c, "api"), "OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port)}, "api")
 	eventually(t, 30*time.Second, "api listening", func() bool { return len(s.api.events(false, "listening")) == 1 })
-	raw, err := os.ReadFile(inst.keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keyDoc struct {
-		Data struct{ Key string } `json:"data"`
-	}
-	_ = json.Unmarshal(raw, &keyDoc)
-	s.client = apiClient{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), key: keyDoc.Data.Key}
+	s.client = apiClient{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), key: inst.serviceKey(t)}
 	return s
 }
 

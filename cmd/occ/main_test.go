@@ -158,6 +158,22 @@ func bootstrapped(t *testing.T) installation {
 	return installation{db: db, owner: db.Owner(t), defaultNS: ev[0]["namespaceId"].(string), keyFile: keyFile}
 }
 
+// serviceKey is the bootstrap service key that `occ bootstrap` wrote to the key file.
+func (i installation) serviceKey(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(i.keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Data struct{ Key string } `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil || doc.Data.Key == "" {
+		t.Fatalf("the service key file %s: %v", i.keyFile, err)
+	}
+	return doc.Data.Key
+}
+
 func (i installation) scalar(t *testing.T, sql string, args ...any) string {
 	t.Helper()
 	var v *string
@@ -445,15 +461,7 @@ func TestDeployThroughTheAPIWithTwoWorkers(t *testing.T) {
 	api := start(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": inst.db.AppURL, "OCC_CONFIG_PATH": cfg,
 		"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port)}, "api")
 	eventually(t, 30*time.Second, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
-	raw, err := os.ReadFile(inst.keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keyDoc struct {
-		Data struct{ Key string } `json:"data"`
-	}
-	_ = json.Unmarshal(raw, &keyDoc)
-	c := apiClient{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), key: keyDoc.Data.Key}
+	c := apiClient{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), key: inst.serviceKey(t)}
 
 	ns := "/namespaces/" + inst.defaultNS
 	st, cfgResp := c.call("POST", ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})

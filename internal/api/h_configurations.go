@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
@@ -41,6 +42,8 @@ type configurationInput struct {
 	Kind           string                             `json:"kind"`
 	Values         json.RawMessage                    `json:"values"`
 	SecretBindings *map[string]platform.SecretBinding `json:"secretBindings"`
+	// ExpectedGeneration (PATCH only, ours) makes the update a compare-and-set.
+	ExpectedGeneration *int64 `json:"expectedGeneration"`
 }
 
 func (s *Server) configurations() (driver.Configuration, error) {
@@ -219,6 +222,12 @@ func (s *Server) patchConfiguration(ctx context.Context, c *call) error {
 	row, err := s.pathConfiguration(ctx, c, iam.ActionUpdate, store.LockUpdate)
 	if err != nil {
 		return err
+	}
+	// The row is locked, so the comparison holds until the commit: a client that read generation
+	// N never overwrites a change it has not seen.
+	if b.ExpectedGeneration != nil && *b.ExpectedGeneration != row.Generation {
+		return platform.Conflict("The Configuration changed since it was read (generation " +
+			strconv.FormatInt(row.Generation, 10) + "); read it again before saving.")
 	}
 	cfgs, err := s.configurations()
 	if err != nil {

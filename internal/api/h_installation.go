@@ -49,6 +49,7 @@ func (s *Server) listAuditEvents(ctx context.Context, c *call) error {
 		NamespaceID:  c.query["namespaceId"],
 		ResourceKind: c.query["resourceKind"],
 		ResourceID:   c.query["resourceId"],
+		ActorID:      c.query["actorId"],
 		Before:       keyCursor(after),
 		Limit:        c.pageLimit(DefaultAuditPageLimit) + 1,
 	}

@@ -195,7 +195,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	if !slices.Equal(inDoc, inTable) {
 		t.Fatalf("document routes %v\ntable routes %v", inDoc, inTable)
 	}
-	if len(inTable) != 50 {
+	if len(inTable) != 51 {
 		t.Fatalf("%d routes", len(inTable))
 	}
 	// The document is served bare, not in the envelope, and uncached.

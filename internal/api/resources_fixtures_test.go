@@ -112,6 +112,7 @@ func (f resourceFixtures) cases(ns string) map[string]func() matrixCase {
 			exactGrant(ns, iam.KindAgent, f.agent, iam.ActionRead)),
 		"GET /namespaces/{namespaceId}/agents/{agentId}/revisions/{revisionId}": c("GET", "/agents/"+f.agent+"/revisions/"+f.revision, nil, 200,
 			exactGrant(ns, iam.KindAgentRevision, f.revision, iam.ActionRead)),
+		"GET /namespaces/{namespaceId}/latest-deployments": c("GET", "/latest-deployments", nil, 200, nsRead),
 		"GET /namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}": c("GET", "/agents/"+f.agent+"/deployments/"+f.revision, nil, 200,
 			exactGrant(ns, iam.KindAgentRevision, f.revision, iam.ActionRead)),
 	}

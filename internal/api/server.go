@@ -68,6 +68,8 @@ type Config struct {
 	Configurations driver.Configuration
 	// Secrets stores Secret values; nil answers Secret writes with 503.
 	Secrets driver.Secret
+	// Console serves the web console on "/", "/console" and "/console/…"; nil serves none.
+	Console http.Handler
 }
 
 // Server is the HTTP API of one Installation.
@@ -227,6 +229,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
+	if s.serveConsole(sw, r, c) {
+		label = ConsoleRoute
+		return
+	}
 	route, params, template, allowed := s.router.match(r.Method, r.URL.EscapedPath())
 	if route == nil {
 		if allowed != nil {

@@ -197,6 +197,7 @@ var (
 		{Name: "namespaceId", Schema: str(1, 200), Description: "Only events of this Namespace."},
 		{Name: "resourceKind", Schema: str(1, 64), Description: "Only events about this resource kind."},
 		{Name: "resourceId", Schema: str(1, 512), Description: "Only events about this resource id."},
+		{Name: "actorId", Schema: str(1, 200), Description: "Only events of this actor (a Principal or ServicePrincipal id; ours)."},
 		{Name: "since", Schema: timestamp(), Description: "Only events at or after this time."},
 		{Name: "until", Schema: timestamp(), Description: "Only events before this time."},
 		{Name: "limit", Schema: integer(1, MaxPageLimit), Description: "Page size (1..500, default 100)."},
@@ -283,7 +284,7 @@ var routeTable = append([]*Route{
 	{
 		Method: http.MethodGet, Path: "/audit-events", Action: ActionAuditEventsList, Tag: "installation",
 		Summary:     "Audit events, newest first.",
-		Description: "Filtered by Namespace, resource and time; pages of limit events (default 100) continued with cursor.",
+		Description: "Filtered by Namespace, resource, actor and time; pages of limit events (default 100) continued with cursor.",
 		Auth:        auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
 		Query: auditQuery, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(auditEventSchema), Handler: (*Server).listAuditEvents,

@@ -39,6 +39,8 @@ const (
 	ActionAgentRevisionsList    = "openclaw.agent_revisions.list"
 	ActionAgentRevisionsRead    = "openclaw.agent_revisions.read"
 	ActionAgentDeploymentsRead  = "openclaw.agent_deployments.read"
+	// ActionLatestDeploymentsList is ours: the newest deployment of every Agent in one read.
+	ActionLatestDeploymentsList = "openclaw.agent_deployments.list_latest"
 )
 
 // Body limits of the resource routes (ours; upstream's Agent create default): a Secret's
@@ -100,6 +102,8 @@ var (
 	configurationPatchBody = object(
 		required("values", describe(valuesSchema, "The full replacement of values.")),
 		optional("secretBindings", describe(secretBindingsSchema, "Omitted: kept; {}: cleared.")),
+		optional("expectedGeneration", describe(integer(1, 9007199254740991),
+			"The generation the client read (ours): another value is 409 RESOURCE_CONFLICT and nothing changes.")),
 	)
 	configurationSchema = object(
 		required("id", idOf(platform.PrefixConfiguration)),
@@ -195,6 +199,14 @@ var (
 		optional("harnessAuth", harnessAuthSchema),
 		required("createdAt", timestamp()),
 		optional("configurationReadError", openObject("{code: SAVED_CONFIGURATION_UNREADABLE, field}")),
+	)
+	latestDeploymentSchema = object(
+		required("agentId", idOf(platform.PrefixAgent)),
+		required("deploymentId", idOf(platform.PrefixRevision)),
+		required("revision", integer(1, 9007199254740991)),
+		required("status", enum(platform.DeploymentQueued, platform.DeploymentRunning, platform.DeploymentSucceeded, platform.DeploymentFailed)),
+		required("error", nullable(object(required("code", str(1, 64)), required("message", str(1, 256)),
+			optional("data", openObject("{timeoutMs?, runtimeFailure?}"))))),
 	)
 	deploymentSchema = object(
 		required("deploymentId", idOf(platform.PrefixRevision)),
@@ -434,5 +446,15 @@ var resourceRoutes = []*Route{
 		Permissions: []Permission{exact(iam.ActionRead, iam.KindAgentRevision)},
 		PathParams:  nsParams("agentId", "deploymentId"), Tx: TxRead,
 		Success: http.StatusOK, Response: deploymentSchema, Handler: (*Server).getDeployment,
+	},
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/latest-deployments", Action: ActionLatestDeploymentsList, Tag: "agents",
+		Summary: "The newest revision of each Agent with its deployment status (ours).",
+		Description: "In Agent creation order; Agents without a revision, or whose newest revision the caller may not read, are left out. " +
+			"Status and error as GET …/deployments/{deploymentId}, without progress.",
+		Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{pathNamespaceRead, eachItem(iam.KindAgentRevision)},
+		PathParams:  nsParams(), Query: pageParams, Tx: TxRead, Paged: true,
+		Success: http.StatusOK, Response: listOf(latestDeploymentSchema), Handler: (*Server).listLatestDeployments,
 	},
 }

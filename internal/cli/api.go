@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/api"
+	"github.com/openclaw/occ/internal/console"
 	"github.com/openclaw/occ/internal/installcfg"
 	"github.com/openclaw/occ/internal/metrics"
 	"github.com/openclaw/occ/internal/obs"
@@ -111,6 +112,9 @@ func runAPI(ctx context.Context, env Env) error {
 		}
 		defer m.Close()
 		apiCfg.Metrics = m
+	}
+	if apiCfg.Console, err = console.New(console.Options{Version: env.Version}); err != nil {
+		return fail(codeStartupFailed, "The web console could not be prepared.")
 	}
 	server, err := api.New(ctx, apiCfg)
 	if err != nil {

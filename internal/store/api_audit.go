@@ -13,6 +13,7 @@ type AuditFilter struct {
 	NamespaceID  string
 	ResourceKind string
 	ResourceID   string
+	ActorID      string
 	Since        *time.Time // occurred_at >= Since
 	Until        *time.Time // occurred_at < Until
 	Before       *Cursor
@@ -32,8 +33,9 @@ SELECT id, occurred_at, kind, actor_id, action, namespace_id, resource_kind, res
    AND ($4::timestamptz IS NULL OR occurred_at >= $4)
    AND ($5::timestamptz IS NULL OR occurred_at < $5)
    AND ($6::timestamptz IS NULL OR (occurred_at, id) < ($6, $7))
+   AND ($9 = '' OR actor_id = $9)
  ORDER BY occurred_at DESC, id DESC
- LIMIT $8`, f.NamespaceID, f.ResourceKind, f.ResourceID, f.Since, f.Until, at, id, f.Limit)
+ LIMIT $8`, f.NamespaceID, f.ResourceKind, f.ResourceID, f.Since, f.Until, at, id, f.Limit, f.ActorID)
 	if err != nil {
 		return nil, err
 	}
