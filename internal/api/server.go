@@ -68,6 +68,8 @@ type Config struct {
 	Configurations driver.Configuration
 	// Secrets stores Secret values; nil answers Secret writes with 503.
 	Secrets driver.Secret
+	// Version is the build version GET /healthz reports (occ version prints it).
+	Version string
 }
 
 // Server is the HTTP API of one Installation.
