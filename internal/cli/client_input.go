@@ -86,7 +86,8 @@ func parseDocument(data []byte) ([]byte, error) {
 	} else {
 		converted, err := yaml.YAMLToJSONStrict(data)
 		if err != nil {
-			return nil, fmt.Errorf("invalid YAML: %s", strings.TrimPrefix(err.Error(), "error converting YAML to JSON: yaml: "))
+			msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+			return nil, fmt.Errorf("invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
 		}
 		dec := json.NewDecoder(bytes.NewReader(converted))
 		dec.UseNumber()
@@ -111,7 +112,7 @@ func jsonSyntaxError(data []byte, err error, fallback int64) error {
 	case errors.As(err, &te):
 		offset = te.Offset
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		offset = int64(len(data))
+		offset = int64(len(data)) + 1 // just after the last character
 		err = errors.New("unexpected end of the document")
 	}
 	line, column := position(data, offset)
@@ -120,13 +121,13 @@ func jsonSyntaxError(data []byte, err error, fallback int64) error {
 
 // position is the 1-based line and column of a byte offset.
 func position(data []byte, offset int64) (int, int) {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
+	if offset > int64(len(data))+1 {
+		offset = int64(len(data)) + 1
 	}
 	if offset < 0 {
 		offset = 0
 	}
-	before := data[:offset]
+	before := data[:min(offset, int64(len(data)))]
 	line := bytes.Count(before, []byte("\n")) + 1
 	column := int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
 	if column < 1 {

@@ -80,12 +80,13 @@ OCC_MIGRATION_DATABASE_URL is also set, and bootstraps it.`,
 	}
 	cmd.Flags().IntVar(&o.port, "port", 3000, "loopback port of the API")
 	cmd.Flags().StringVar(&o.stateDir, "state-dir", "", "state directory (PostgreSQL data, service key file, startup YAML)")
-	cmd.Flags().StringVar(&o.compute, "compute", devComputeAuto, "Compute Driver: auto, docker, simulated or kubernetes")
+	cmd.Flags().StringVar(&o.compute, "compute", devComputeAuto, "Compute Driver: auto (simulated, or OCC_CONFIG_PATH when set), docker, simulated or kubernetes")
 	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (--compute kubernetes)")
 	cmd.Flags().StringVar(&o.context, "context", "", "exact kubeconfig context to use (--compute kubernetes)")
 	cmd.Flags().StringVar(&o.gatewayImage, "gateway-image", "", "image of the Agent gateway (--compute kubernetes)")
 	cmd.Flags().StringVar(&o.agentImage, "agent-image", "", "image of the dedicated Harness (--compute kubernetes)")
 	cmd.Flags().BoolVar(&o.reset, "reset", false, "delete the state directory's contents (all local data) before starting")
+	_ = cmd.RegisterFlagCompletionFunc("compute", fixedCompletion(devComputeAuto, devComputeDocker, devComputeSimulated, devComputeKubernetes))
 	return cmd
 }
 

@@ -73,6 +73,9 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 				return nil
 			}
 			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+			if c.SuggestionsMinimumDistance <= 0 {
+				c.SuggestionsMinimumDistance = 2
+			}
 			if suggestions := c.SuggestionsFor(args[0]); len(suggestions) > 0 {
 				msg += "\n\nDid you mean this?\n\t" + strings.Join(suggestions, "\n\t")
 			}
