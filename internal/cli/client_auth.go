@@ -101,10 +101,13 @@ func newVersionCommand(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := versionView{Client: env.Version}
 			var problem error
-			quiet := env
-			quiet.Stderr = io.Discard
-			s, err := newUnauthenticatedSession(quiet, cmd)
-			if err == nil {
+			var s *clientSession
+			if versionHasURL(env, cmd) {
+				var err error
+				if s, err = newUnauthenticatedSession(env, cmd); err != nil {
+					fmt.Fprintf(env.Stdout, "Client: %s\n", v.Client)
+					return err
+				}
 				v.URL = s.base
 				var health struct {
 					Status  string `json:"status"`
@@ -119,8 +122,8 @@ func newVersionCommand(env Env) *cobra.Command {
 			output := flagValue(cmd, "output")
 			if output == outputJSON || output == outputYAML {
 				data, _ := json.Marshal(v)
-				s := &clientSession{env: env, output: output}
-				if err := s.printStructured(data); err != nil {
+				out := &clientSession{env: env, output: output}
+				if err := out.printStructured(data); err != nil {
 					return err
 				}
 			} else {
@@ -133,14 +136,25 @@ func newVersionCommand(env Env) *cobra.Command {
 				}
 			}
 			if problem != nil {
-				s.fail(problem)
-				return exitError{Code: exitRequestFailed}
+				return s.fail(problem)
 			}
 			return nil
 		},
 	}
 	addClientFlags(cmd)
 	return cmd
+}
+
+// versionHasURL reports whether a flag, the environment or a context names an API URL: without
+// one, occ version prints the client's version only.
+func versionHasURL(env Env, cmd *cobra.Command) bool {
+	if raw, given := setting(env, cmd, "url", "OCC_URL"); given && raw != "" {
+		return true
+	}
+	quiet := env
+	quiet.Stderr = io.Discard
+	selected, err := selectContext(quiet, cmd)
+	return err != nil || selected.URL != ""
 }
 
 // --- account ------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/devstack"
+	"github.com/openclaw/occ/internal/store"
 )
 
 // tourMarker precedes the tour's command block in README.md and docs/quickstart.md.
@@ -118,5 +119,27 @@ func runTour(t *testing.T, bin, tour string, cred *syscall.Credential) {
 	})
 	if len(written) > 0 {
 		t.Fatalf("the tour wrote into the checkout: %v", written)
+	}
+}
+
+// TestQuickstartShowsTheMigrations: the quickstart's sample output of occ dev lists every
+// migration it applies, and their number.
+func TestQuickstartShowsTheMigrations(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "quickstart.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	migrations, err := store.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for _, m := range migrations {
+		want += "    applied " + m.Name + "\n"
+	}
+	want += fmt.Sprintf("==> Migrate: applied %d migrations\n", len(migrations))
+	if !strings.Contains(string(raw), want) {
+		t.Fatalf("docs/quickstart.md does not show:\n%s", want)
 	}
 }
