@@ -137,6 +137,18 @@ func (h *harnessAuthFlags) given() bool {
 	return h.method != "" || h.secret != "" || h.serviceAccount != ""
 }
 
+// into adds the flags' harnessAuth (when any is given) to doc and encodes it.
+func (h *harnessAuthFlags) into(s *clientSession, doc map[string]any) ([]byte, error) {
+	ha, err := h.build(s)
+	if err != nil {
+		return nil, err
+	}
+	if ha != nil {
+		doc["harnessAuth"] = ha
+	}
+	return json.Marshal(doc)
+}
+
 // build resolves the flags into a harnessAuth value (nil when none is given).
 func (h *harnessAuthFlags) build(s *clientSession) (*platform.HarnessAuth, error) {
 	if !h.given() {
@@ -175,7 +187,11 @@ func (h *harnessAuthFlags) build(s *clientSession) (*platform.HarnessAuth, error
 		case h.serviceAccount != "":
 			return nil, usageError(s.env, "--auth api_key reads a Secret: use --secret, not --service-account.")
 		default:
-			return nil, usageError(s.env, "--auth %s needs its source: --secret NAME%s.", method, map[bool]string{true: " or --service-account NAME"}[method == platform.HarnessAuthCodexPAT])
+			sources := "--secret NAME"
+			if method == platform.HarnessAuthCodexPAT {
+				sources += " or --service-account NAME"
+			}
+			return nil, usageError(s.env, "--auth %s needs its source: %s.", method, sources)
 		}
 	default:
 		return nil, usageError(s.env, "--auth must be runtime, api_key or codex_pat.")
@@ -191,46 +207,32 @@ func agentCreateCommand(env Env) *cobra.Command {
 		Short: "Create an Agent from flags, or from a {name, configurationId, executionMode?, harnessAuth?} document",
 		Args:  cobra.RangeArgs(0, 1),
 		RunE: clientRun(env, true, func(s *clientSession, args []string) error {
-			flags := configuration != "" || mode != "" || auth.given()
-			var body []byte
-			switch {
-			case file != "":
-				if len(args) > 0 || flags {
-					return usageError(env, "-f FILE carries the whole Agent: give no NAME and no other flag with it.")
+			flags := len(args) > 0 || configuration != "" || mode != "" || auth.given()
+			body, err := documentOrFlags(env, file, flags, func() ([]byte, error) {
+				if len(args) == 0 {
+					return nil, usageError(env, "give the Agent's NAME and --configuration ID, or -f FILE.")
 				}
-				doc, err := readJSONFile(env, file)
-				if err != nil {
-					return err
-				}
-				body = doc
-			case len(args) == 1:
-				if !platform.ValidName(args[0]) {
-					return usageError(env, "%s is not a valid name: 1 to 200 characters, no outer whitespace, no control characters.", quoteIfNeeded(args[0]))
+				if err := checkName(env, args[0]); err != nil {
+					return nil, err
 				}
 				if configuration == "" {
-					return usageError(env, "--configuration is required: the id of the Agent's Configuration (occ configuration create prints it).")
+					return nil, usageError(env, "--configuration is required: the id of the Agent's Configuration (occ configuration create prints it).")
+				}
+				if mode != "" && mode != platform.ExecutionEmbedded && mode != platform.ExecutionDedicated {
+					return nil, usageError(env, "--mode must be embedded or dedicated.")
 				}
 				cfg, err := s.resolve(configurationKind, configuration)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				doc := map[string]any{"name": args[0], "configurationId": cfg}
 				if mode != "" {
-					if mode != platform.ExecutionEmbedded && mode != platform.ExecutionDedicated {
-						return usageError(env, "--mode must be embedded or dedicated.")
-					}
 					doc["executionMode"] = mode
 				}
-				ha, err := auth.build(s)
-				if err != nil {
-					return err
-				}
-				if ha != nil {
-					doc["harnessAuth"] = ha
-				}
-				body, _ = json.Marshal(doc)
-			default:
-				return usageError(env, "give the Agent's NAME and --configuration ID, or -f FILE.")
+				return auth.into(s, doc)
+			})
+			if err != nil {
+				return err
 			}
 			data, err := s.do(http.MethodPost, nsPath(s, "/agents"), body)
 			if err != nil {
@@ -255,52 +257,37 @@ func agentUpdateCommand(env Env) *cobra.Command {
 		Short: "Update an Agent's draft from a {configurationId, name?, harnessAuth?} document or from flags",
 		Args:  cobra.ExactArgs(1), ValidArgsFunction: completeArgs(agentKind),
 		RunE: clientRun(env, true, func(s *clientSession, args []string) error {
-			var body []byte
-			switch {
-			case file != "":
-				if configuration != "" || auth.given() {
-					return usageError(env, "give the update with -f FILE or with flags, not both.")
-				}
-				doc, err := readJSONFile(env, file)
-				if err != nil {
-					return err
-				}
-				var obj map[string]json.RawMessage
-				_ = json.Unmarshal(doc, &obj)
-				if _, ok := obj["configurationId"]; !ok {
-					return usageError(env, "%s: an update must include configurationId", fileLabel(file))
-				}
-				body = doc
-			case configuration == "" && !auth.given():
-				return usageError(env, "give the update with -f FILE, --configuration ID or --auth METHOD.")
-			}
 			id, err := s.resolve(agentKind, args[0])
 			if err != nil {
 				return err
 			}
-			if body == nil {
-				doc := map[string]any{}
+			body, err := documentOrFlags(env, file, configuration != "" || auth.given(), func() ([]byte, error) {
+				if configuration == "" && !auth.given() {
+					return nil, usageError(env, "give the update with -f FILE, --configuration ID or --auth METHOD.")
+				}
+				cfg := ""
 				if configuration != "" {
-					cfg, err := s.resolve(configurationKind, configuration)
-					if err != nil {
-						return err
+					if cfg, err = s.resolve(configurationKind, configuration); err != nil {
+						return nil, err
 					}
-					doc["configurationId"] = cfg
 				} else {
 					var a agentView // an update always names the Configuration: keep the current one
 					if err := s.getInto(agentPath(s, id), &a); err != nil {
-						return s.fail(err)
+						return nil, s.fail(err)
 					}
-					doc["configurationId"] = a.ConfigurationID
+					cfg = a.ConfigurationID
 				}
-				ha, err := auth.build(s)
-				if err != nil {
-					return err
+				return auth.into(s, map[string]any{"configurationId": cfg})
+			})
+			if err != nil {
+				return err
+			}
+			if file != "" {
+				var obj map[string]json.RawMessage
+				_ = json.Unmarshal(body, &obj)
+				if _, ok := obj["configurationId"]; !ok {
+					return usageError(env, "%s: an update must include configurationId", fileLabel(file))
 				}
-				if ha != nil {
-					doc["harnessAuth"] = ha
-				}
-				body, _ = json.Marshal(doc)
 			}
 			data, err := s.do(http.MethodPatch, agentPath(s, id), body)
 			if err != nil {
@@ -315,56 +302,50 @@ func agentUpdateCommand(env Env) *cobra.Command {
 	return cmd
 }
 
-func agentDeleteCommand(env Env) *cobra.Command {
+// agentOperation is a request on one Agent (delete, stop) whose --wait follows it to its end.
+func agentOperation(env Env, use, short, until string, limit time.Duration, method, suffix, doing, done string,
+	wait func(s *clientSession, id, label string, limit time.Duration) error) *cobra.Command {
 	var w waitFlags
-	cmd := simple(env, "delete NAME|ID", "Delete an Agent (the worker tears it down; --wait waits for that)", cobra.ExactArgs(1),
-		func(s *clientSession, args []string) error {
-			if err := w.check(env); err != nil {
-				return err
-			}
-			id, err := s.resolve(agentKind, args[0])
-			if err != nil {
-				return err
-			}
-			label := refLabel(args[0], id)
-			data, err := s.do(http.MethodDelete, agentPath(s, id), nil)
-			if err != nil {
-				return err
-			}
-			if w.wait {
-				if err := s.waitGone("Agent "+label, agentPath(s, id), "occ agent get "+id, w.timeout); err != nil {
-					return err
-				}
-				return s.report(data, id, fmt.Sprintf("Agent %s is deleted.", label))
-			}
-			return s.report(data, id, fmt.Sprintf("Agent %s is being deleted.", label))
-		})
+	cmd := simple(env, use, short, cobra.ExactArgs(1), func(s *clientSession, args []string) error {
+		if err := w.check(env); err != nil {
+			return err
+		}
+		id, err := s.resolve(agentKind, args[0])
+		if err != nil {
+			return err
+		}
+		label := refLabel(args[0], id)
+		data, err := s.do(method, agentPath(s, id)+suffix, nil)
+		if err != nil {
+			return err
+		}
+		if !w.wait {
+			return s.report(data, id, fmt.Sprintf("Agent %s is %s.", label, doing))
+		}
+		if err := wait(s, id, label, w.timeout); err != nil {
+			return err
+		}
+		return s.report(data, id, fmt.Sprintf("Agent %s is %s.", label, done))
+	})
 	cmd.ValidArgsFunction = completeArgs(agentKind)
-	w.register(cmd, "the Agent is gone", 10*time.Minute)
+	w.register(cmd, until, limit)
 	return cmd
 }
 
+func agentDeleteCommand(env Env) *cobra.Command {
+	return agentOperation(env, "delete NAME|ID", "Delete an Agent (the worker tears it down; --wait waits for that)", "the Agent is gone",
+		10*time.Minute, http.MethodDelete, "", "being deleted", "deleted",
+		func(s *clientSession, id, label string, limit time.Duration) error {
+			return s.waitGone("Agent "+label, agentPath(s, id), "occ agent get "+id, limit)
+		})
+}
+
 func agentStopCommand(env Env) *cobra.Command {
-	var w waitFlags
-	cmd := simple(env, "stop NAME|ID", "Stop an Agent's runtime (--wait waits until no revision is active)", cobra.ExactArgs(1),
-		func(s *clientSession, args []string) error {
-			if err := w.check(env); err != nil {
-				return err
-			}
-			id, err := s.resolve(agentKind, args[0])
-			if err != nil {
-				return err
-			}
-			label := refLabel(args[0], id)
-			data, err := s.do(http.MethodPost, agentPath(s, id)+"/stop", nil)
-			if err != nil {
-				return err
-			}
-			if !w.wait {
-				return s.report(data, id, fmt.Sprintf("Agent %s is stopping.", label))
-			}
-			p := &poller{s: s, subject: "Agent " + label, followUp: "occ agent get " + id, limit: w.timeout, idleAfter: unchangedAfter}
-			err = p.run(func() (observation, error) {
+	return agentOperation(env, "stop NAME|ID", "Stop an Agent's runtime (--wait waits until no revision is active)", "the Agent is stopped",
+		10*time.Minute, http.MethodPost, "/stop", "stopping", "stopped",
+		func(s *clientSession, id, label string, limit time.Duration) error {
+			p := &poller{s: s, subject: "Agent " + label, followUp: "occ agent get " + id, limit: limit, idleAfter: unchangedAfter}
+			return p.run(func() (observation, error) {
 				var a agentView
 				if err := s.getInto(agentPath(s, id), &a); err != nil {
 					return observation{}, err
@@ -377,14 +358,7 @@ func agentStopCommand(env Env) *cobra.Command {
 				}
 				return observation{state: "stopping revision " + *a.ActiveRevisionID, idle: true}, nil
 			})
-			if err != nil {
-				return err
-			}
-			return s.report(data, id, fmt.Sprintf("Agent %s is stopped.", label))
 		})
-	cmd.ValidArgsFunction = completeArgs(agentKind)
-	w.register(cmd, "the Agent is stopped", 10*time.Minute)
-	return cmd
 }
 
 func agentDeployCommand(env Env) *cobra.Command {

@@ -160,13 +160,16 @@ func TestClientAgentDeployWait(t *testing.T) {
 	}
 }
 
+// Ids the fake API servers of the tests answer for.
+const (
+	fakeNamespace = "ns_00000000-0000-4000-8000-000000000000"
+	fakeAgent     = "agt_00000000-0000-4000-8000-000000000000"
+	fakeRevision  = "rev_00000000-0000-4000-8000-000000000000"
+)
+
 func TestClientAgentDeployWaitReportsAFailure(t *testing.T) {
 	t.Parallel()
-	const (
-		ns    = "ns_00000000-0000-4000-8000-000000000000"
-		agent = "agt_00000000-0000-4000-8000-000000000000"
-		rev   = "rev_00000000-0000-4000-8000-000000000000"
-	)
+	ns, agent, rev := fakeNamespace, fakeAgent, fakeRevision
 	var polls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {

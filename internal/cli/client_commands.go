@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
+
+	"github.com/openclaw/occ/internal/platform"
 )
 
 // Builders shared by the client command groups (one file per group: client_namespace.go,
@@ -186,6 +188,26 @@ func fileCommand(env Env, use, short string, nargs int, check func(body map[stri
 	})
 	fileFlag(cmd, &file, "the resource")
 	return cmd
+}
+
+// documentOrFlags is the request body of a command that takes -f FILE or flags: the document when
+// file is set (refused when flagsGiven too), else what build makes of the arguments and flags.
+func documentOrFlags(env Env, file string, flagsGiven bool, build func() ([]byte, error)) ([]byte, error) {
+	if file == "" {
+		return build()
+	}
+	if flagsGiven {
+		return nil, usageError(env, "-f FILE carries the whole request: give it alone, without a NAME or the other flags.")
+	}
+	return readJSONFile(env, file)
+}
+
+// checkName refuses a name the API would refuse.
+func checkName(env Env, name string) error {
+	if platform.ValidName(name) {
+		return nil
+	}
+	return usageError(env, "%s is not a valid name: 1 to 200 characters, no outer whitespace, no control characters.", quoteIfNeeded(name))
 }
 
 func fileLabel(path string) string {

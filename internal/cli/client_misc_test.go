@@ -75,11 +75,7 @@ func TestClientCompletion(t *testing.T) {
 // the follow-up command on Ctrl-C, replies that are not OCC's, and grammatical messages.
 func TestClientErrorsThatHelp(t *testing.T) {
 	t.Parallel()
-	const (
-		ns    = "ns_00000000-0000-4000-8000-000000000000"
-		agent = "agt_00000000-0000-4000-8000-000000000000"
-		rev   = "rev_00000000-0000-4000-8000-000000000000"
-	)
+	ns, agent, rev := fakeNamespace, fakeAgent, fakeRevision
 	var polled atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {

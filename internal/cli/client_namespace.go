@@ -68,8 +68,8 @@ func namespaceCreateCommand(env Env) *cobra.Command {
 			if err := w.check(env); err != nil {
 				return err
 			}
-			if !platform.ValidName(args[0]) {
-				return usageError(env, "%s is not a valid name: 1 to 200 characters, no outer whitespace, no control characters.", quoteIfNeeded(args[0]))
+			if err := checkName(env, args[0]); err != nil {
+				return err
 			}
 			body := map[string]string{"name": args[0]}
 			if s.cmd.Flags().Changed("existing-namespace") {

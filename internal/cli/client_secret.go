@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/openclaw/occ/internal/platform"
 )
 
 // Client commands of Secrets. A value comes from --from-literal, --from-file or --from-stdin (or
@@ -45,28 +43,21 @@ func secretCreateCommand(env Env) *cobra.Command {
 		Short: "Create a Secret from a value, or from a {name, value} document",
 		Args:  cobra.RangeArgs(0, 1),
 		RunE: clientRun(env, true, func(s *clientSession, args []string) error {
-			var body []byte
-			switch {
-			case file != "":
-				if len(args) > 0 || value.given(s.cmd) {
-					return usageError(env, "-f FILE carries name and value: give no NAME and no --from-… flag with it.")
+			body, err := documentOrFlags(env, file, len(args) > 0 || value.given(s.cmd), func() ([]byte, error) {
+				if len(args) == 0 {
+					return nil, usageError(env, "give the Secret's NAME and its value (--from-literal, --from-file or --from-stdin), or -f FILE.")
 				}
-				doc, err := readJSONFile(env, file)
-				if err != nil {
-					return err
-				}
-				body = doc
-			case len(args) == 1:
-				if !platform.ValidName(args[0]) {
-					return usageError(env, "%s is not a valid name: 1 to 200 characters, no outer whitespace, no control characters.", quoteIfNeeded(args[0]))
+				if err := checkName(env, args[0]); err != nil {
+					return nil, err
 				}
 				v, err := value.value(env, s.cmd)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				body, _ = json.Marshal(map[string]string{"name": args[0], "value": v})
-			default:
-				return usageError(env, "give the Secret's NAME and its value (--from-literal, --from-file or --from-stdin), or -f FILE.")
+				return json.Marshal(map[string]string{"name": args[0], "value": v})
+			})
+			if err != nil {
+				return err
 			}
 			data, err := s.do(http.MethodPost, nsPath(s, "/secrets"), body)
 			if err != nil {
@@ -88,22 +79,15 @@ func secretUpdateCommand(env Env) *cobra.Command {
 		Short: "Replace a Secret's value",
 		Args:  cobra.ExactArgs(1), ValidArgsFunction: completeArgs(secretKind),
 		RunE: clientRun(env, true, func(s *clientSession, args []string) error {
-			var body []byte
-			if file != "" {
-				if value.given(s.cmd) {
-					return usageError(env, "give the value with -f FILE or with a --from-… flag, not both.")
-				}
-				doc, err := readJSONFile(env, file)
-				if err != nil {
-					return err
-				}
-				body = doc
-			} else {
+			body, err := documentOrFlags(env, file, value.given(s.cmd), func() ([]byte, error) {
 				v, err := value.value(env, s.cmd)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				body, _ = json.Marshal(map[string]string{"value": v})
+				return json.Marshal(map[string]string{"value": v})
+			})
+			if err != nil {
+				return err
 			}
 			id, err := s.resolve(secretKind, args[0])
 			if err != nil {

@@ -5,8 +5,6 @@ import (
 	"net/http"
 
 	"github.com/spf13/cobra"
-
-	"github.com/openclaw/occ/internal/platform"
 )
 
 // Client commands of ServiceAccounts (holders of an upstream credential, read from a Kubernetes
@@ -35,8 +33,8 @@ func newServiceAccountCommand(env Env) *cobra.Command {
 	item := func(s *clientSession, id string) string { return nsPath(s, "/service-accounts/"+id) }
 	group.AddCommand(
 		simple(env, "create NAME", "Create a ServiceAccount (without a credential)", cobra.ExactArgs(1), func(s *clientSession, args []string) error {
-			if !platform.ValidName(args[0]) {
-				return usageError(env, "%s is not a valid name: 1 to 200 characters, no outer whitespace, no control characters.", quoteIfNeeded(args[0]))
+			if err := checkName(env, args[0]); err != nil {
+				return err
 			}
 			body, _ := json.Marshal(map[string]string{"name": args[0]})
 			data, err := s.do(http.MethodPost, collection(s), body)
@@ -60,21 +58,15 @@ func serviceAccountCredentialCommand(env Env, item func(*clientSession, string) 
 		Short: "Set a ServiceAccount's credential: a key of a Kubernetes Secret in the Namespace's backing namespace",
 		Args:  cobra.ExactArgs(1), ValidArgsFunction: completeArgs(serviceAccountKind),
 		RunE: clientRun(env, true, func(s *clientSession, args []string) error {
-			var body []byte
 			flags := s.cmd.Flags().Changed("kind") || s.cmd.Flags().Changed("secret-name") || s.cmd.Flags().Changed("secret-key")
-			switch {
-			case file != "" && flags:
-				return usageError(env, "give the credential with -f FILE or with --kind, --secret-name and --secret-key, not both.")
-			case file != "":
-				doc, err := readJSONFile(env, file)
-				if err != nil {
-					return err
+			body, err := documentOrFlags(env, file, flags, func() ([]byte, error) {
+				if kind == "" || secretName == "" || secretKey == "" {
+					return nil, usageError(env, "--kind (api_key or oauth_access_token), --secret-name and --secret-key are required (or -f FILE).")
 				}
-				body = doc
-			case kind == "" || secretName == "" || secretKey == "":
-				return usageError(env, "--kind (api_key or oauth_access_token), --secret-name and --secret-key are required (or -f FILE).")
-			default:
-				body, _ = json.Marshal(map[string]any{"kind": kind, "secretRef": map[string]string{"name": secretName, "key": secretKey}})
+				return json.Marshal(map[string]any{"kind": kind, "secretRef": map[string]string{"name": secretName, "key": secretKey}})
+			})
+			if err != nil {
+				return err
 			}
 			id, err := s.resolve(serviceAccountKind, args[0])
 			if err != nil {
