@@ -82,10 +82,7 @@ func TestClientErrorsThatHelp(t *testing.T) {
 		case r.URL.Path == "/namespaces" && r.Method == http.MethodPost:
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprint(w, `{"error":{"code":"INVALID_REQUEST","message":"The request is invalid.","details":[{"path":"/name","code":"INVALID_VALUE","message":"must be one of: a, b"},{"path":"/x","code":"UNKNOWN_FIELD"}]}}`)
-		case r.URL.Path == "/namespaces/"+ns+"/agents/"+agent+"/deploy" && r.Header.Get("x-test") == "":
-			if r.URL.Query().Has("never") {
-				return
-			}
+		case r.URL.Path == "/namespaces/"+ns+"/agents/"+agent+"/deploy":
 			w.WriteHeader(http.StatusAccepted)
 			fmt.Fprintf(w, `{"data":{"id":%q,"revision":3}}`, rev)
 		case strings.HasSuffix(r.URL.Path, "/deployments/"+rev):
