@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,13 +80,19 @@ func completeResource(cmd *cobra.Command, kind resourceKind, toComplete string) 
 		return nil
 	}
 	env := completionEnv(cmd)
+	// Every request of a completion, the Namespace's lookup included, has the short timeout
+	// (an explicit --timeout-seconds still wins).
+	lookup := env.Lookup
+	env.Lookup = func(name string) (string, bool) {
+		if name == "OCC_TIMEOUT_SECONDS" {
+			return strconv.Itoa(int(completionTimeout / time.Second)), true
+		}
+		return lookup(name)
+	}
 	needNamespace := kind.prefix != namespaceKind.prefix
 	s, err := newClientSession(env, cmd, needNamespace)
 	if err != nil {
 		return nil
-	}
-	if s.timeout > completionTimeout {
-		s.timeout = completionTimeout
 	}
 	data, err := s.call("GET", kind.collection(s), nil)
 	if err != nil {

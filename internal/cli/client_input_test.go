@@ -52,6 +52,7 @@ func TestClientRefusesUnknownSubcommands(t *testing.T) {
 		{[]string{"service-key", "lst"}, "lst", "occ service-key", "list"},
 		{[]string{"iam", "role", "lst"}, "lst", "occ iam role", "list"},
 		{[]string{"config", "use-contex", "dev"}, "use-contex", "occ config", "use-context"},
+		{[]string{"completion", "bsh"}, "bsh", "occ completion", "bash"},
 	} {
 		r := run(nil, tc.args...)
 		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, `Error: unknown command "`+tc.typo+`" for "`+tc.group+`"`) ||
