@@ -3,10 +3,20 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build test vet fmt bench clean image dev kube-bin screenshots console-measure
+.PHONY: build install test vet fmt bench clean image dev kube-bin screenshots console-measure
 
 build: ## Build a static bin/occ
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/occ ./cmd/occ
+
+# install puts bin/occ into $GOBIN when set (go env GOBIN), else /usr/local/bin (which needs root:
+# sudo make install, or make install GOBIN=~/.local/bin).
+GOBIN ?= $(shell $(GO) env GOBIN)
+INSTALL_DIR := $(if $(GOBIN),$(GOBIN),/usr/local/bin)
+
+install: build ## Install bin/occ as $GOBIN/occ, else /usr/local/bin/occ
+	install -d "$(INSTALL_DIR)"
+	install -m 0755 bin/occ "$(INSTALL_DIR)/occ"
+	@echo "Installed $(INSTALL_DIR)/occ ($(VERSION))"
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -15,7 +15,7 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Execute(ctx, cli.Env{Lookup: os.LookupEnv, Stdout: os.Stdout, Stderr: os.Stderr, Version: version}, os.Args[1:])
+	code := cli.Execute(ctx, cli.Env{Lookup: os.LookupEnv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Version: version}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

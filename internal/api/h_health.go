@@ -11,9 +11,16 @@ type healthStatus struct {
 	Status string `json:"status"`
 }
 
+// liveness is GET /healthz: the status and the build version, so that a client can tell which
+// server it talks to without credentials.
+type liveness struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
+}
+
 // healthz answers while the process serves.
 func (s *Server) healthz(_ context.Context, c *call) error {
-	c.respond(0, healthStatus{Status: "ok"})
+	c.respond(0, liveness{Status: "ok", Version: s.cfg.Version})
 	return nil
 }
 

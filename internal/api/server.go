@@ -70,6 +70,8 @@ type Config struct {
 	Secrets driver.Secret
 	// Console serves the web console on "/", "/console" and "/console/…"; nil serves none.
 	Console http.Handler
+	// Version is the build version GET /healthz reports (occ version prints it).
+	Version string
 }
 
 // Server is the HTTP API of one Installation.

@@ -152,7 +152,9 @@ var (
 			required("name", str(1, 200)),
 		)),
 	)
-	healthSchema = object(required("status", enum("ok")))
+	healthSchema   = object(required("status", enum("ok")))
+	livenessSchema = object(required("status", enum("ok")),
+		required("version", describe(str(0, 128), "The build version of the server (dev for source builds).")))
 )
 
 // Request schemas.
@@ -210,8 +212,8 @@ func listOf(s *Schema) *Schema { return arrayOf(s, 0, 0) }
 var routeTable = append([]*Route{
 	{
 		Method: http.MethodGet, Path: "/healthz", Action: ActionHealthLive, Tag: "health",
-		Summary: "Liveness: the process is up.", Auth: auth.ModePublic,
-		Success: http.StatusOK, Response: healthSchema, Handler: (*Server).healthz, Unmetered: true,
+		Summary: "Liveness: the process is up, and its build version.", Auth: auth.ModePublic,
+		Success: http.StatusOK, Response: livenessSchema, Handler: (*Server).healthz, Unmetered: true,
 	},
 	{
 		Method: http.MethodGet, Path: "/readyz", Action: ActionHealthReady, Tag: "health",

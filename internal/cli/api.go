@@ -104,6 +104,7 @@ func runAPI(ctx context.Context, env Env) error {
 		Compute:                  compute,
 		Configurations:           configurations,
 		Secrets:                  secrets,
+		Version:                  env.Version,
 	}
 	if cfg.Metrics.Enabled {
 		m, err := metrics.StartAPI(ctx, cfg.Metrics.ListenAddress(), log)

@@ -358,7 +358,7 @@ func TestBootstrapSettingsFailures(t *testing.T) {
 
 func TestVersionAndUsage(t *testing.T) {
 	t.Parallel()
-	if r := run(nil, "version"); r.code != 0 || strings.TrimSpace(r.stdout) != "test" {
+	if r := run(nil, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "Client: test\n") {
 		t.Fatalf("version: %+v", r)
 	}
 	if r := run(nil, "no-such-command"); r.code != 2 {

@@ -14,25 +14,16 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
-
-	"github.com/openclaw/occ/internal/platform"
 )
 
-// The client commands (api-iam §5) talk to a running occ api. Every group carries the global
-// options as persistent flags; a flag beats its environment variable.
+// The client commands talk to a running occ api. Every group carries the global options as
+// persistent flags; a flag beats its environment variable, which beats the selected context of the
+// config file (client_contexts.go).
 
 const (
-	outputTable = "table"
-	outputJSON  = "json"
-	outputYAML  = "yaml"
-
 	defaultTimeoutSeconds = 30
 	maxTimeoutSeconds     = 3600
 	maxResponseBytes      = 16 << 20
@@ -46,36 +37,52 @@ const (
 	exitUsage         = 2
 )
 
-// clientOptions are the global options of the client commands.
+// clientOptions are the global options of the client commands. The values are read back through
+// setting, which knows whether a flag was given; the struct only anchors the flags.
 type clientOptions struct {
-	url, keyFile, namespace, caBundle, output string
-	timeoutSeconds                            int
+	url, keyFile, namespace, caBundle, output, context string
+	timeoutSeconds                                     int
+	noHeaders                                          bool
 }
 
 // clientGroup returns a command group with the global client options as persistent flags.
 func clientGroup(use, short string) (*cobra.Command, *clientOptions) {
+	cmd := &cobra.Command{Use: use, Short: short}
+	return cmd, addClientFlags(cmd)
+}
+
+// addClientFlags adds the global client options to cmd and its subcommands.
+func addClientFlags(cmd *cobra.Command) *clientOptions {
 	o := &clientOptions{}
-	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs}
 	f := cmd.PersistentFlags()
 	f.StringVar(&o.url, "url", "", "API origin, such as http://127.0.0.1:3000 (env OCC_URL)")
 	f.StringVar(&o.keyFile, "service-key-file", "", "service key file: the issuance JSON with data.key (env OCC_SERVICE_KEY_FILE)")
-	f.StringVar(&o.namespace, "namespace", "", "Namespace id (ns_…) (env OCC_NAMESPACE)")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "Namespace name or id (env OCC_NAMESPACE)")
 	f.StringVar(&o.caBundle, "ca-bundle", "", "extra PEM root certificates for https (env OCC_CA_BUNDLE)")
 	f.IntVar(&o.timeoutSeconds, "timeout-seconds", defaultTimeoutSeconds, "request timeout in seconds (env OCC_TIMEOUT_SECONDS)")
-	f.StringVarP(&o.output, "output", "o", outputTable, "output format: table, json or yaml")
-	return cmd, o
+	f.StringVarP(&o.output, "output", "o", outputTable, "output format: table, wide, name, json or yaml")
+	f.StringVar(&o.context, "context", "", "context of the config file to use (env OCC_CONTEXT)")
+	f.BoolVar(&o.noHeaders, "no-headers", false, "print tables without their header line")
+	registerClientFlagCompletion(cmd)
+	return o
 }
 
 // clientSession is one resolved client invocation.
 type clientSession struct {
-	env       Env
-	cmd       *cobra.Command
-	base      string
-	key       string
-	namespace string
-	output    string
-	timeout   time.Duration
-	http      *http.Client
+	env  Env
+	cmd  *cobra.Command
+	base string
+	// contextName is the context in use ("" when flags and environment say everything).
+	contextName string
+	creds       credentials
+	// namespace is the resolved Namespace id of a command that needs one ("" otherwise; see
+	// optionalNamespace). namespaceRef is what the user gave: a name or an id.
+	namespace    string
+	namespaceRef string
+	output       string
+	noHeaders    bool
+	timeout      time.Duration
+	http         *http.Client
 }
 
 // usageError prints a local refusal and returns exit status 2.
@@ -84,8 +91,14 @@ func usageError(env Env, format string, args ...any) error {
 	return exitError{Code: exitUsage}
 }
 
+// requestError prints a failure that is not a usage mistake and returns exit status 1.
+func requestError(env Env, format string, args ...any) error {
+	fmt.Fprintln(env.Stderr, "Error: "+fmt.Sprintf(format, args...))
+	return exitError{Code: exitRequestFailed}
+}
+
 // setting returns the flag's value when given on the command line, else the environment
-// variable's, else the flag's default.
+// variable's, else the flag's default. The second result says whether the value was given.
 func setting(env Env, cmd *cobra.Command, flag, variable string) (string, bool) {
 	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
 		return f.Value.String(), true
@@ -101,24 +114,59 @@ func setting(env Env, cmd *cobra.Command, flag, variable string) (string, bool) 
 	return "", false
 }
 
-// newClientSession resolves the global options. needNamespace requires --namespace.
+// newClientSession resolves the global options. needNamespace requires a Namespace and resolves
+// it (a name costs one request).
 func newClientSession(env Env, cmd *cobra.Command, needNamespace bool) (*clientSession, error) {
+	s, err := newUnauthenticatedSession(env, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if s.creds == nil {
+		where := "pass --service-key-file or set OCC_SERVICE_KEY_FILE"
+		if s.contextName != "" {
+			where += ", or add one to the context " + s.contextName + " (occ config set-context " + s.contextName + " --service-key-file FILE)"
+		} else {
+			where += ", or select a context (occ config get-contexts; occ dev writes the context dev)"
+		}
+		return nil, usageError(env, "no credentials: %s.", where)
+	}
+	if needNamespace {
+		if s.namespaceRef == "" {
+			return nil, usageError(env, "this command needs a Namespace: pass --namespace NAME, set OCC_NAMESPACE, or give the context one (occ config set-context NAME --namespace NAME). List them with: occ namespace list")
+		}
+		if s.namespace, err = s.resolve(namespaceKind, s.namespaceRef); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// newUnauthenticatedSession resolves everything but requires no credentials: occ version reads
+// the public /healthz with it.
+func newUnauthenticatedSession(env Env, cmd *cobra.Command) (*clientSession, error) {
 	s := &clientSession{env: env, cmd: cmd}
 	s.output, _ = setting(env, cmd, "output", "") // no environment variable
-	switch s.output {
-	case outputTable, outputJSON, outputYAML:
-	default:
-		return nil, usageError(env, "--output must be table, json or yaml.")
+	if !validOutput(s.output) {
+		return nil, usageError(env, "--output must be table, wide, name, json or yaml.")
 	}
-	raw, _ := setting(env, cmd, "url", "OCC_URL")
-	if raw == "" {
-		return nil, usageError(env, "no API URL: pass --url or set OCC_URL (occ dev prints it).")
-	}
-	base, err := parseOrigin(raw)
+	s.noHeaders, _ = strconv.ParseBool(flagValue(cmd, "no-headers"))
+
+	selected, err := selectContext(env, cmd)
 	if err != nil {
+		return nil, err
+	}
+	s.contextName = selected.Name
+
+	raw, given := setting(env, cmd, "url", "OCC_URL")
+	if !given || raw == "" {
+		raw = selected.URL
+	}
+	if raw == "" {
+		return nil, usageError(env, "no API URL: pass --url, set OCC_URL, or select a context (occ config get-contexts; occ dev writes the context dev).")
+	}
+	if s.base, err = parseOrigin(raw); err != nil {
 		return nil, usageError(env, "%v", err)
 	}
-	s.base = base
 
 	timeout, _ := setting(env, cmd, "timeout-seconds", "OCC_TIMEOUT_SECONDS")
 	n, err := strconv.Atoi(timeout)
@@ -127,33 +175,36 @@ func newClientSession(env Env, cmd *cobra.Command, needNamespace bool) (*clientS
 	}
 	s.timeout = time.Duration(n) * time.Second
 
-	keyFile, _ := setting(env, cmd, "service-key-file", "OCC_SERVICE_KEY_FILE")
-	if keyFile == "" {
-		return nil, usageError(env, "no credentials: pass --service-key-file or set OCC_SERVICE_KEY_FILE.")
-	}
-	if s.key, err = readServiceKey(keyFile); err != nil {
-		return nil, usageError(env, "%v", err)
+	if keyFile, given := setting(env, cmd, "service-key-file", "OCC_SERVICE_KEY_FILE"); given && keyFile != "" {
+		if s.creds, err = loadServiceKeyCredentials(keyFile); err != nil {
+			return nil, usageError(env, "%v", err)
+		}
+	} else if selected.Name != "" {
+		if s.creds, err = selected.Credentials.load(); err != nil {
+			return nil, usageError(env, "context %s: %v", selected.Name, err)
+		}
 	}
 
-	ns, _ := setting(env, cmd, "namespace", "OCC_NAMESPACE")
-	if ns != "" && !platform.ValidID(platform.PrefixNamespace, ns) {
-		return nil, usageError(env, "%s is not a Namespace id (ns_…). List them with: occ namespace list", quoteIfNeeded(ns))
+	if ns, given := setting(env, cmd, "namespace", "OCC_NAMESPACE"); given {
+		s.namespaceRef = ns
+	} else {
+		s.namespaceRef = selected.Namespace
 	}
-	if needNamespace && ns == "" {
-		return nil, usageError(env, "this command needs a Namespace: pass --namespace ns_… or set OCC_NAMESPACE (occ namespace list).")
-	}
-	s.namespace = ns
 
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil
-	if bundle, _ := setting(env, cmd, "ca-bundle", "OCC_CA_BUNDLE"); bundle != "" {
+	bundle, given := setting(env, cmd, "ca-bundle", "OCC_CA_BUNDLE")
+	if !given {
+		bundle = selected.CABundle
+	}
+	if bundle != "" {
 		pool, err := x509.SystemCertPool()
 		if err != nil {
 			pool = x509.NewCertPool()
 		}
 		pem, err := os.ReadFile(bundle)
 		if err != nil {
-			return nil, usageError(env, "cannot read the CA bundle %s: %v", bundle, errors.Unwrap(err))
+			return nil, usageError(env, "cannot read the CA bundle %s: %v", bundle, osReason(err))
 		}
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, usageError(env, "the CA bundle %s holds no PEM certificate.", bundle)
@@ -168,6 +219,37 @@ func newClientSession(env Env, cmd *cobra.Command, needNamespace bool) (*clientS
 	return s, nil
 }
 
+// optionalNamespace resolves the Namespace of a command that may use one (service-key create,
+// audit list): "" when none is set.
+func (s *clientSession) optionalNamespace() (string, error) {
+	if s.namespace != "" || s.namespaceRef == "" {
+		return s.namespace, nil
+	}
+	id, err := s.resolve(namespaceKind, s.namespaceRef)
+	if err != nil {
+		return "", err
+	}
+	s.namespace = id
+	return id, nil
+}
+
+func flagValue(cmd *cobra.Command, name string) string {
+	if f := cmd.Flags().Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// osReason is the operating system's reason of a file error ("no such file or directory", "is a
+// directory"), without the path the message already names.
+func osReason(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // parseOrigin accepts an http(s) origin only: no credentials, path, query or fragment.
 func parseOrigin(raw string) (string, error) {
 	u, err := url.Parse(raw)
@@ -180,42 +262,55 @@ func parseOrigin(raw string) (string, error) {
 	return u.Scheme + "://" + u.Host, nil
 }
 
-// readServiceKey returns data.key of a service key issuance file.
-func readServiceKey(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("cannot read the service key file %s: %v", path, errors.Unwrap(err))
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil || len(data) > maxFileBytes {
-		return "", fmt.Errorf("cannot read the service key file %s", path)
-	}
-	var doc struct {
-		Data struct {
-			Key string `json:"key"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil || doc.Data.Key == "" || strings.ContainsAny(doc.Data.Key, "\r\n") ||
-		strings.TrimSpace(doc.Data.Key) != doc.Data.Key {
-		return "", fmt.Errorf("the service key file %s is not a service key issuance document (data.key)", path)
-	}
-	return doc.Data.Key, nil
+// apiDetail is one entry of an error's details: where, what, and (when the API says it) a
+// sentence such as the allowed values.
+type apiDetail struct {
+	Path    string `json:"path"`
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
 }
 
-// apiError is a refused request.
+// apiError is a refused request. NotOCC marks a reply without OCC's error envelope: something
+// else answered at the URL.
 type apiError struct {
 	Status     int
 	Code       string
 	Message    string
-	Details    []struct{ Path, Code string }
+	Details    []apiDetail
 	RetryAfter string
+	NotOCC     bool
+	// hint, when set, is printed after the error: the command or flag that helps.
+	hint string
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
 
+// isAPIError reports whether err is the API's refusal with status (0: any) and code ("" any).
+func isAPIError(err error, status int, code string) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && !ae.NotOCC && (status == 0 || ae.Status == status) && (code == "" || ae.Code == code)
+}
+
+// page is a success body: data and the list cursor of meta.
+type page struct {
+	Data json.RawMessage `json:"data"`
+	Meta struct {
+		NextCursor *string `json:"nextCursor"`
+	} `json:"meta"`
+}
+
 // call sends one request and returns the success body's data (nil for 204).
 func (s *clientSession) call(method, path string, body []byte) (json.RawMessage, error) {
+	p, err := s.send(method, path, body)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return p.Data, nil
+}
+
+// send sends one request with the session's credentials and returns the decoded success body
+// (nil for 204).
+func (s *clientSession) send(method, path string, body []byte) (*page, error) {
 	ctx, cancel := context.WithTimeout(s.cmd.Context(), s.timeout)
 	defer cancel()
 	var reader io.Reader
@@ -226,7 +321,9 @@ func (s *clientSession) call(method, path string, body []byte) (json.RawMessage,
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("x-api-key", s.key)
+	if s.creds != nil {
+		s.creds.apply(req)
+	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "occ/"+s.env.Version)
 	if body != nil {
@@ -255,58 +352,86 @@ func (s *clientSession) call(method, path string, body []byte) (json.RawMessage,
 		return nil, errors.New("the response is too large")
 	}
 	if res.StatusCode >= 300 && res.StatusCode < 400 {
-		return nil, fmt.Errorf("the API answered with a redirect (%d); redirects are never followed", res.StatusCode)
+		return nil, fmt.Errorf("the server at %s answered with a redirect (%d); redirects are never followed. Is --url the OCC API?", s.base, res.StatusCode)
 	}
 	if res.StatusCode >= 400 {
 		e := &apiError{Status: res.StatusCode, RetryAfter: res.Header.Get("Retry-After")}
 		var doc struct {
 			Error struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-				Details []struct {
-					Path string `json:"path"`
-					Code string `json:"code"`
-				} `json:"details"`
+				Code    string      `json:"code"`
+				Message string      `json:"message"`
+				Details []apiDetail `json:"details"`
 			} `json:"error"`
 		}
 		if json.Unmarshal(raw, &doc) == nil && doc.Error.Code != "" {
-			e.Code, e.Message = doc.Error.Code, doc.Error.Message
-			for _, d := range doc.Error.Details {
-				e.Details = append(e.Details, struct{ Path, Code string }{d.Path, d.Code})
-			}
+			e.Code, e.Message, e.Details = doc.Error.Code, doc.Error.Message, doc.Error.Details
 		} else {
-			e.Code, e.Message = "-", http.StatusText(res.StatusCode)
+			e.Code, e.Message, e.NotOCC = "-", http.StatusText(res.StatusCode), true
 		}
 		return nil, e
 	}
 	if res.StatusCode == http.StatusNoContent {
 		return nil, nil
 	}
-	var doc struct {
-		Data json.RawMessage `json:"data"`
+	var p page
+	if err := json.Unmarshal(raw, &p); err != nil || p.Data == nil {
+		return nil, fmt.Errorf("the server at %s answered %d with a body that is not an OCC response. Is --url the OCC API?", s.base, res.StatusCode)
 	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, errors.New("the API answered with a body that is not an OCC response")
-	}
-	return doc.Data, nil
+	return &p, nil
 }
 
 // fail prints a failed request to stderr and returns exit status 1.
 func (s *clientSession) fail(err error) error {
 	var ae *apiError
-	if errors.As(err, &ae) {
+	switch {
+	case errors.As(err, &ae) && ae.NotOCC:
+		fmt.Fprintf(s.env.Stderr, "Error: the server at %s answered %d %s with a body that is not an OCC response. Is --url the OCC API?\n",
+			s.base, ae.Status, ae.Message)
+	case errors.As(err, &ae):
 		fmt.Fprintf(s.env.Stderr, "Error: %d %s: %s\n", ae.Status, sanitize(ae.Code), sanitize(ae.Message))
 		for _, d := range ae.Details {
-			fmt.Fprintf(s.env.Stderr, "  %s: %s\n", sanitize(orDash(d.Path)), sanitize(d.Code))
+			line := sanitize(orDash(d.Path)) + ": " + sanitize(d.Code)
+			if d.Message != "" {
+				line += ": " + sanitize(d.Message)
+			}
+			fmt.Fprintln(s.env.Stderr, "  "+line)
 		}
 		if ae.RetryAfter != "" {
 			fmt.Fprintf(s.env.Stderr, "Retry-After: %s\n", sanitize(ae.RetryAfter))
 		}
-	} else {
+		hint := ae.hint
+		if hint == "" {
+			hint = s.hintFor(ae)
+		}
+		if hint != "" {
+			fmt.Fprintln(s.env.Stderr, "Hint: "+hint)
+		}
+	default:
 		fmt.Fprintln(s.env.Stderr, "Error: "+err.Error())
 	}
 	return exitError{Code: exitRequestFailed}
 }
+
+// hintFor names the way out of refusals a person meets early.
+func (s *clientSession) hintFor(e *apiError) string {
+	switch {
+	case e.Status == http.StatusUnauthorized && s.creds != nil:
+		return s.creds.unauthorizedHint(s)
+	case e.Code == codeHarnessAuthUnsupported:
+		return "this OCC's Compute Driver cannot deploy Agents. Locally, restart occ dev with --compute simulated " +
+			"(simulated Agents) or --compute kubernetes --kubeconfig FILE --context NAME --gateway-image REF --agent-image REF; " +
+			"an Installation selects its Compute Driver in the startup YAML (drivers.compute)."
+	case e.Code == codeNamespaceNotReady:
+		return "the Namespace is not ready yet: occ agent deploy --wait waits for it (occ namespace get NAME shows its status)."
+	}
+	return ""
+}
+
+// API codes the client gives hints for.
+const (
+	codeHarnessAuthUnsupported = "HARNESS_AUTH_UNSUPPORTED"
+	codeNamespaceNotReady      = "NAMESPACE_NOT_READY"
+)
 
 // do runs call and prints its failure.
 func (s *clientSession) do(method, path string, body []byte) (json.RawMessage, error) {
@@ -317,233 +442,55 @@ func (s *clientSession) do(method, path string, body []byte) (json.RawMessage, e
 	return data, nil
 }
 
-// --- output -------------------------------------------------------------------------------------
-
-// column is one table column: a header and the cell of an item.
-type column struct {
-	header string
-	cell   func(item map[string]any) string
-}
-
-func field(name string) func(map[string]any) string {
-	return func(item map[string]any) string { return text(item[name]) }
-}
-
-func col(header, name string) column { return column{header, field(name)} }
-
-// text renders a JSON value for a table cell.
-func text(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case json.Number:
-		return x.String()
-	case bool:
-		return strconv.FormatBool(x)
-	default:
-		b, _ := json.Marshal(x)
-		return string(b)
-	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// unsafeRune reports characters a terminal must not receive raw: controls, bidi controls and
-// line or paragraph separators.
-func unsafeRune(r rune) bool {
-	switch {
-	case r < 0x20, r >= 0x7f && r <= 0x9f, r == 0x2028, r == 0x2029, r == 0x061c, r == 0x200e, r == 0x200f,
-		r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == utf8.RuneError:
-		return true
-	}
-	return false
-}
-
-// sanitize quotes and escapes a value that holds unsafe characters.
-func sanitize(s string) string {
-	if !utf8.ValidString(s) || strings.IndexFunc(s, unsafeRune) >= 0 {
-		var b strings.Builder
-		b.WriteByte('"')
-		for i, r := range s {
-			switch {
-			case r == utf8.RuneError && !utf8.ValidString(s[i:i+1]):
-				fmt.Fprintf(&b, `\x%02x`, s[i])
-			case unsafeRune(r):
-				if r < 0x80 {
-					fmt.Fprintf(&b, `\x%02x`, r)
-				} else {
-					fmt.Fprintf(&b, `\u%04x`, r)
-				}
-			case r == '"' || r == '\\':
-				b.WriteByte('\\')
-				b.WriteRune(r)
-			default:
-				b.WriteRune(r)
-			}
-		}
-		b.WriteByte('"')
-		return b.String()
-	}
-	return s
-}
-
-// quoteIfNeeded is sanitize for values echoed in messages; blank values are shown quoted.
-func quoteIfNeeded(s string) string {
-	if s == "" || strings.IndexFunc(s, unicode.IsSpace) >= 0 {
-		return strconv.Quote(s)
-	}
-	return sanitize(s)
-}
-
-func decodeItems(data json.RawMessage) ([]map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var items []map[string]any
-	if err := dec.Decode(&items); err != nil {
-		return nil, errors.New("the API answered with an unexpected list")
-	}
-	return items, nil
-}
-
-func decodeItem(data json.RawMessage) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var item map[string]any
-	if err := dec.Decode(&item); err != nil || item == nil {
-		return nil, errors.New("the API answered with an unexpected resource")
-	}
-	return item, nil
-}
-
-// printStructured prints data bare, as indented JSON or as YAML.
-func (s *clientSession) printStructured(data json.RawMessage) error {
-	switch s.output {
-	case outputJSON:
-		var b bytes.Buffer
-		if err := json.Indent(&b, data, "", "  "); err != nil {
-			return s.fail(errors.New("the API answered with invalid JSON"))
-		}
-		b.WriteByte('\n')
-		_, err := s.env.Stdout.Write(b.Bytes())
+// getInto GETs path and decodes the data into v (a typed view).
+func (s *clientSession) getInto(path string, v any) error {
+	data, err := s.call(http.MethodGet, path, nil)
+	if err != nil {
 		return err
-	default:
-		y, err := yaml.JSONToYAML(data)
+	}
+	return decodeView(data, v)
+}
+
+// decodeView decodes a response's data into a typed view.
+func decodeView(data json.RawMessage, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return errors.New("the API answered with an unexpected resource")
+	}
+	return nil
+}
+
+// listAll GETs every page of a list route (limit 500, following meta.nextCursor).
+func (s *clientSession) listAll(path string) (json.RawMessage, error) {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	var all []json.RawMessage
+	cursor := ""
+	for {
+		q := path + sep + "limit=500"
+		if cursor != "" {
+			q += "&cursor=" + url.QueryEscape(cursor)
+		}
+		p, err := s.send(http.MethodGet, q, nil)
 		if err != nil {
-			return s.fail(errors.New("the API answered with invalid JSON"))
+			return nil, err
 		}
-		_, err = s.env.Stdout.Write(y)
-		return err
-	}
-}
-
-func (s *clientSession) printTable(items []map[string]any, cols []column) {
-	w := tabwriter.NewWriter(s.env.Stdout, 0, 0, 3, ' ', 0)
-	headers := make([]string, len(cols))
-	for i, c := range cols {
-		headers[i] = c.header
-	}
-	fmt.Fprintln(w, strings.Join(headers, "\t"))
-	for _, item := range items {
-		cells := make([]string, len(cols))
-		for i, c := range cols {
-			cells[i] = orDash(sanitize(c.cell(item)))
+		if p == nil {
+			return nil, errors.New("the API answered a list without a body")
 		}
-		fmt.Fprintln(w, strings.Join(cells, "\t"))
-	}
-	_ = w.Flush()
-}
-
-// printList prints a list response.
-func (s *clientSession) printList(data json.RawMessage, cols []column) error {
-	if s.output != outputTable {
-		if len(bytes.TrimSpace(data)) == 0 || string(bytes.TrimSpace(data)) == "null" {
-			data = json.RawMessage("[]")
+		var items []json.RawMessage
+		if err := json.Unmarshal(p.Data, &items); err != nil {
+			return nil, errors.New("the API answered with an unexpected list")
 		}
-		return s.printStructured(data)
+		all = append(all, items...)
+		if p.Meta.NextCursor == nil || *p.Meta.NextCursor == "" {
+			break
+		}
+		cursor = *p.Meta.NextCursor
 	}
-	items, err := decodeItems(data)
-	if err != nil {
-		return s.fail(err)
+	if all == nil {
+		all = []json.RawMessage{}
 	}
-	if len(items) == 0 {
-		fmt.Fprintln(s.env.Stdout, "No resources found.")
-		return nil
-	}
-	s.printTable(items, cols)
-	return nil
-}
-
-// printItem prints one resource.
-func (s *clientSession) printItem(data json.RawMessage, cols []column) error {
-	if s.output != outputTable {
-		return s.printStructured(data)
-	}
-	item, err := decodeItem(data)
-	if err != nil {
-		return s.fail(err)
-	}
-	s.printTable([]map[string]any{item}, cols)
-	return nil
-}
-
-// printDeleted reports a deletion without a response body: a sentence, or {deleted, kind, id}.
-func (s *clientSession) printDeleted(kind, id string) error {
-	if s.output == outputTable {
-		fmt.Fprintf(s.env.Stdout, "Deleted %s %s.\n", kind, sanitize(id))
-		return nil
-	}
-	data, _ := json.Marshal(map[string]any{"deleted": true, "kind": strings.ReplaceAll(kind, " ", "_"), "id": id})
-	return s.printStructured(data)
-}
-
-// --- local checks -------------------------------------------------------------------------------
-
-// checkID refuses an id without the expected prefix, naming the list command.
-func checkID(env Env, id, prefix, what, listCommand string) error {
-	if platform.ValidID(prefix, id) {
-		return nil
-	}
-	return usageError(env, "%s is not a %s id (%s_…). List them with: %s", quoteIfNeeded(id), what, prefix, listCommand)
-}
-
-// checkOpaqueID refuses an empty, over-long or control-character id.
-func checkOpaqueID(env Env, id, what, listCommand string) error {
-	if id != "" && len(id) <= 200 && strings.IndexFunc(id, func(r rune) bool { return r <= 0x20 || (r >= 0x7f && r <= 0x9f) }) < 0 {
-		return nil
-	}
-	return usageError(env, "%s is not a %s id. List them with: %s", quoteIfNeeded(id), what, listCommand)
-}
-
-// readJSONFile reads --file: a local JSON object (no stdin, no YAML), at most 64 KiB.
-func readJSONFile(env Env, path string) ([]byte, error) {
-	if path == "" {
-		return nil, usageError(env, "--file is required: a JSON file with the resource.")
-	}
-	if path == "-" {
-		return nil, usageError(env, "--file reads a local file; standard input is not supported.")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, usageError(env, "cannot read %s: %v", path, errors.Unwrap(err))
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return nil, usageError(env, "cannot read %s", path)
-	}
-	if len(data) > maxFileBytes {
-		return nil, usageError(env, "%s is larger than 64 KiB.", path)
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
-		return nil, usageError(env, "%s is not a JSON object.", path)
-	}
-	return data, nil
+	return json.Marshal(all)
 }

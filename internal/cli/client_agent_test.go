@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,26 @@ import (
 
 // startSimulatedStack runs occ api and occ worker in-process on the simulated Compute Driver.
 func startSimulatedStack(t *testing.T) clientAPI {
+	t.Helper()
+	api, stack := startSimulatedAPI(t)
+	stack.startWorker(t)
+	return api
+}
+
+// simulatedStack starts workers for an API on the simulated Compute Driver.
+type simulatedStack struct {
+	workerEnv map[string]string
+}
+
+// startSimulatedAPI runs occ api in-process on the simulated Compute Driver, without a worker.
+func startSimulatedAPI(t *testing.T) (clientAPI, simulatedStack) {
+	t.Helper()
+	return startAPIAndWorkerEnv(t, nil)
+}
+
+// startAPIAndWorkerEnv is startSimulatedAPI; adjust, when set, changes the API's environment
+// (the worker's stays simulated).
+func startAPIAndWorkerEnv(t *testing.T, adjust func(apiEnv map[string]string)) (clientAPI, simulatedStack) {
 	t.Helper()
 	db := pgtest.New(t)
 	keyFile := filepath.Join(t.TempDir(), "bootstrap-key.json")
@@ -39,21 +60,34 @@ drivers:
 		t.Fatal(err)
 	}
 	env := map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": db.AppURL, "OCC_CONFIG_PATH": config}
+	if adjust != nil {
+		adjust(env)
+	}
 	url := startAPIProcess(t, env)
 	workerEnv := map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": db.AppURL, "OCC_CONFIG_PATH": config,
 		"OCC_WORKER_POLL_INTERVAL_MS": "50"}
+	return clientAPI{url: url, keyFile: keyFile, defaultNS: defaultNS}, simulatedStack{workerEnv: workerEnv}
+}
+
+// startWorker runs an occ worker in-process until the returned stop (or the test's end).
+func (st simulatedStack) startWorker(t *testing.T) (stop func()) {
+	t.Helper()
 	stderr := &lineWatcher{want: "\x00", seen: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Execute(ctx, cli.Env{Lookup: settings.MapLookup(workerEnv), Stdout: &lineWatcher{want: "\x00", seen: make(chan struct{})},
+		done <- cli.Execute(ctx, cli.Env{Lookup: settings.MapLookup(st.workerEnv), Stdout: &lineWatcher{want: "\x00", seen: make(chan struct{})},
 			Stderr: stderr, Version: "test"}, []string{"worker"})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return clientAPI{url: url, keyFile: keyFile, defaultNS: defaultNS}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func TestClientAgentDeployWait(t *testing.T) {
@@ -126,13 +160,16 @@ func TestClientAgentDeployWait(t *testing.T) {
 	}
 }
 
+// Ids the fake API servers of the tests answer for.
+const (
+	fakeNamespace = "ns_00000000-0000-4000-8000-000000000000"
+	fakeAgent     = "agt_00000000-0000-4000-8000-000000000000"
+	fakeRevision  = "rev_00000000-0000-4000-8000-000000000000"
+)
+
 func TestClientAgentDeployWaitReportsAFailure(t *testing.T) {
 	t.Parallel()
-	const (
-		ns    = "ns_00000000-0000-4000-8000-000000000000"
-		agent = "agt_00000000-0000-4000-8000-000000000000"
-		rev   = "rev_00000000-0000-4000-8000-000000000000"
-	)
+	ns, agent, rev := fakeNamespace, fakeAgent, fakeRevision
 	var polls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {

@@ -163,8 +163,8 @@ func TestClientInstallationAndNamespaces(t *testing.T) {
 	}
 	golden(t, "namespace-create-conflict.stderr", r.stderr)
 	// Ids are checked locally, with a hint.
-	r = api.occ(nil, "namespace", "get", "team-a")
-	if r.code != 2 || !strings.Contains(r.stderr, "occ namespace list") {
+	r = api.occ(nil, "namespace", "get", "agt_00000000-0000-4000-8000-000000000000")
+	if r.code != 2 || !strings.Contains(r.stderr, "is not a Namespace id (ns_…). List them with: occ namespace list") {
 		t.Fatalf("bad id: %+v", r)
 	}
 	r = api.occ(nil, "namespace", "get", "ns_00000000-0000-4000-8000-000000000000")
@@ -174,11 +174,11 @@ func TestClientInstallationAndNamespaces(t *testing.T) {
 	if r := api.occ(nil, "namespace", "create", "x", "--existing-namespace", "Not_A_Label"); r.code != 2 {
 		t.Fatalf("existing namespace: %+v", r)
 	}
-	deleted := mustSucceed(t, api.occ(nil, "namespace", "delete", ns), "namespace delete")
+	deleted := mustSucceed(t, api.occ(nil, "namespace", "delete", ns, "--yes"), "namespace delete")
 	if deleted.stdout != "Namespace "+ns+" is being deleted.\n" {
 		t.Fatalf("delete: %q", deleted.stdout)
 	}
-	if r := api.occ(nil, "namespace", "delete", ns, "-o", "json"); r.code != 0 || jsonField(t, r.stdout, "status") != "deleting" {
+	if r := api.occ(nil, "namespace", "delete", ns, "-o", "json", "--yes"); r.code != 0 || jsonField(t, r.stdout, "status") != "deleting" {
 		t.Fatalf("repeated delete: %+v", r)
 	}
 }
@@ -313,7 +313,7 @@ func TestClientGlobalOptionsAndErrors(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		{"--url", "http://user:pw@127.0.0.1:3000"}, {"--url", "http://127.0.0.1:3000/api"}, {"--url", "ftp://127.0.0.1"},
-		{"--timeout-seconds", "0"}, {"-o", "xml"}, {"--namespace", "default"}, {"--service-key-file", "/nonexistent"},
+		{"--timeout-seconds", "0"}, {"-o", "xml"}, {"--context", "nowhere"}, {"--service-key-file", "/nonexistent"},
 	} {
 		if r := run(env, append([]string{"namespace", "list"}, bad...)...); r.code != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, "Error: ") {
 			t.Errorf("%v: %+v", bad, r)

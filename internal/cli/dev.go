@@ -31,6 +31,8 @@ const (
 	devComputeDocker     = "docker"
 	devComputeSimulated  = "simulated"
 	devComputeKubernetes = "kubernetes"
+	// devComputeConfigPath: OCC_CONFIG_PATH selected the drivers.
+	devComputeConfigPath = "config-path"
 )
 
 type devOptions struct {
@@ -56,11 +58,18 @@ mode (the service key file is written once into the state directory), then runs 
 occ worker as child processes with prefixed logs. Ctrl-C or SIGTERM stops the API and the worker,
 then PostgreSQL. A rerun reuses the data and the key file; --reset starts over.
 
-Compute: --compute auto (default) selects Docker when the Docker Engine answers on its socket and
-otherwise the simulated driver; OCC_CONFIG_PATH, when set, is used as the startup YAML instead.
+Compute: --compute auto (default) selects the simulated Compute Driver (Namespaces and Agents are
+simulated: deployments succeed, no Agent process runs), or, when OCC_CONFIG_PATH is set, that
+startup YAML. --compute docker gives every Namespace a Docker network (it cannot deploy Agents).
 --compute kubernetes deploys to an existing cluster (kind, minikube, a test cluster): it needs
 --kubeconfig and --context (nothing ambient is used) and the images --gateway-image and
 --agent-image, which the cluster must be able to pull; Secrets then live in the cluster too.
+
+The bootstrap key is checked at every start: when it was revoked or has expired, occ dev issues a
+fresh development key into the same file and says so. The client context dev (occ config) is
+written with the URL and the key file, and becomes current when no other context is.
+--reset first removes what the old Installation's Compute made (Docker networks, Kubernetes
+namespaces), or prints the command that does.
 
 With OCC_DATABASE_URL set, that server is used: occ dev migrates it only when
 OCC_MIGRATION_DATABASE_URL is also set, and bootstraps it.`,
@@ -71,12 +80,13 @@ OCC_MIGRATION_DATABASE_URL is also set, and bootstraps it.`,
 	}
 	cmd.Flags().IntVar(&o.port, "port", 3000, "loopback port of the API")
 	cmd.Flags().StringVar(&o.stateDir, "state-dir", "", "state directory (PostgreSQL data, service key file, startup YAML)")
-	cmd.Flags().StringVar(&o.compute, "compute", devComputeAuto, "Compute Driver: auto, docker, simulated or kubernetes")
+	cmd.Flags().StringVar(&o.compute, "compute", devComputeAuto, "Compute Driver: auto (simulated, or OCC_CONFIG_PATH when set), docker, simulated or kubernetes")
 	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (--compute kubernetes)")
 	cmd.Flags().StringVar(&o.context, "context", "", "exact kubeconfig context to use (--compute kubernetes)")
 	cmd.Flags().StringVar(&o.gatewayImage, "gateway-image", "", "image of the Agent gateway (--compute kubernetes)")
 	cmd.Flags().StringVar(&o.agentImage, "agent-image", "", "image of the dedicated Harness (--compute kubernetes)")
 	cmd.Flags().BoolVar(&o.reset, "reset", false, "delete the state directory's contents (all local data) before starting")
+	_ = cmd.RegisterFlagCompletionFunc("compute", fixedCompletion(devComputeAuto, devComputeDocker, devComputeSimulated, devComputeKubernetes))
 	return cmd
 }
 
@@ -87,6 +97,9 @@ type devRun struct {
 	o      devOptions
 	out    *devstack.Output
 	errOut *devstack.Output
+	// compute is the Compute Driver selected (devCompute*); reset reads it back next time.
+	compute string
+	context devContext
 }
 
 func (d *devRun) step(format string, args ...any) {
@@ -127,9 +140,6 @@ func runDev(ctx context.Context, env Env, o devOptions) error {
 	default:
 		return d.fail("--compute must be auto, docker, simulated or kubernetes.")
 	}
-	if err := portFree(o.port); err != nil {
-		return d.fail("port %d on 127.0.0.1 is taken (%v). Stop what uses it or choose another with --port.", o.port, err)
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return d.fail("cannot find the occ executable: %v", err)
@@ -160,15 +170,29 @@ func runDev(ctx context.Context, env Env, o devOptions) error {
 			return d.fail("%v", err)
 		}
 	}
+	// The lock comes before the port: a second occ dev on the same state directory is told about
+	// the first one, not about the port the first one holds.
 	state, err := devstack.OpenState(stateDir, cred != nil)
 	if errors.Is(err, devstack.ErrLocked) {
-		return d.fail("another occ dev is already running with the state directory %s.", stateDir)
+		owner := devstack.LockOwner(stateDir)
+		if owner != "" {
+			owner = " (" + owner + ")"
+		}
+		return d.fail("another occ dev is already running with the state directory %s%s. Stop it with Ctrl-C in its terminal, or use another --state-dir.", stateDir, owner)
 	} else if err != nil {
 		return d.fail("cannot prepare the state directory %s: %v", stateDir, err)
 	}
 	defer state.Close()
+	if err := portFree(o.port); err != nil {
+		return d.fail("port %d on 127.0.0.1 is taken (%v). Stop what uses it or choose another with --port.", o.port, err)
+	}
+	baseURL := fmt.Sprintf("http://127.0.0.1:%d", o.port)
+	_ = state.SetOwner(fmt.Sprintf("process %d, API %s", os.Getpid(), baseURL))
 	d.step("State directory %s", state.Dir)
 	if o.reset {
+		if !external {
+			d.resetCompute(ctx, state, bin, cred)
+		}
 		if err := state.Reset(); err != nil {
 			return d.fail("--reset: %v", err)
 		}
@@ -223,7 +247,6 @@ func runDev(ctx context.Context, env Env, o devOptions) error {
 		}
 	}
 
-	baseURL := fmt.Sprintf("http://127.0.0.1:%d", o.port)
 	if err := d.bootstrap(ctx, appURL, state.ServiceKeyFile(), baseURL); err != nil {
 		return err
 	}
@@ -237,6 +260,10 @@ func runDev(ctx context.Context, env Env, o devOptions) error {
 	if err := d.selectCompute(ctx, state, childEnv); err != nil {
 		return err
 	}
+	if err := os.WriteFile(state.ComputeFile(), []byte(d.compute+"\n"), 0o600); err != nil {
+		return d.fail("cannot write %s: %v", state.ComputeFile(), err)
+	}
+	d.context.path, d.context.current, d.context.err = writeDevContext(env, baseURL, state.ServiceKeyFile(), o.reset)
 	return d.serve(ctx, self, childEnv, baseURL, state.ServiceKeyFile())
 }
 
@@ -305,8 +332,16 @@ func (d *devRun) bootstrap(ctx context.Context, appURL, keyFile, baseURL string)
 	}
 	if result.AlreadyBootstrapped {
 		d.step("Bootstrap: Installation %s already exists; reusing it", result.Attempt.InstallationID)
-		if _, err := os.Stat(keyFile); err != nil {
-			d.info("warning: the service key file %s is missing; bootstrap writes it only once (--reset starts over)", keyFile)
+		renewal, err := bootstrap.EnsureDevelopmentKey(ctx, conn, cfg)
+		if err != nil {
+			var be *bootstrap.Error
+			if errors.As(err, &be) {
+				return d.fail("the service key in %s cannot be renewed: %s (--reset starts over, deleting all local data)", keyFile, be.Message)
+			}
+			return d.fail("the service key in %s cannot be checked: %v", keyFile, err)
+		}
+		if renewal.Reason != "" {
+			d.info("%s: issued a fresh development key %s (expires %s) into %s", renewal.Reason, renewal.KeyID, renewal.ExpiresAt, keyFile)
 		}
 		return nil
 	}
@@ -315,33 +350,57 @@ func (d *devRun) bootstrap(ctx context.Context, appURL, keyFile, baseURL string)
 	return nil
 }
 
+// computeChoice is what a Compute Driver of occ dev can and cannot do, for the banner.
+var computeChoice = map[string]struct{ can, cannot string }{
+	devComputeSimulated: {"Namespaces become ready and Agents deploy, simulated (no Agent process runs)",
+		"run an Agent for real"},
+	devComputeDocker: {"every Namespace gets its own Docker network",
+		"deploy Agents (a deploy answers 409 HARNESS_AUTH_UNSUPPORTED)"},
+	devComputeKubernetes: {"Namespaces and Agents run on the cluster, Secrets live in it",
+		"work without a cluster that can pull the images"},
+}
+
+// otherComputes is the banner's "choose another" sentence.
+func otherComputes(current string) string {
+	choices := map[string]string{
+		devComputeSimulated:  "--compute simulated (the default: simulated Agents)",
+		devComputeDocker:     "--compute docker (a Docker network per Namespace, no Agents)",
+		devComputeKubernetes: "--compute kubernetes --kubeconfig FILE --context NAME --gateway-image REF --agent-image REF (a cluster)",
+	}
+	var out []string
+	for _, c := range []string{devComputeSimulated, devComputeDocker, devComputeKubernetes} {
+		if c != current {
+			out = append(out, choices[c])
+		}
+	}
+	return strings.Join(out, " or ")
+}
+
 func (d *devRun) selectCompute(ctx context.Context, state *devstack.State, childEnv map[string]string) error {
 	if path, ok := d.env.Lookup("OCC_CONFIG_PATH"); ok && path != "" && d.o.compute == devComputeAuto {
 		childEnv["OCC_CONFIG_PATH"] = path
+		d.compute = devComputeConfigPath
 		d.step("Compute: as selected by OCC_CONFIG_PATH (%s)", path)
 		return nil
 	}
 	compute := d.o.compute
 	if compute == devComputeKubernetes {
+		d.compute = compute
 		return d.selectKubernetes(ctx, state, childEnv)
 	}
-	socket, usable := devstack.DockerSocket(d.env.Lookup)
-	answers := usable && devstack.DockerAnswers(ctx, socket)
-	switch {
-	case compute == devComputeDocker && !answers:
-		return d.fail("--compute docker: no Docker Engine answers at %s (DOCKER_HOST must be unset or unix://).", socket)
-	case compute == devComputeAuto && answers:
-		compute = devComputeDocker
-		d.step("Compute: docker (the Docker Engine answers at %s)", socket)
-	case compute == devComputeAuto:
+	if compute == devComputeAuto {
 		compute = devComputeSimulated
-		d.step("Compute: simulated (no Docker Engine answers at %s; Namespaces and Agents are only simulated)", socket)
-	default:
-		d.step("Compute: %s (--compute)", compute)
 	}
+	d.compute = compute
 	if compute == devComputeDocker {
+		socket, usable := devstack.DockerSocket(d.env.Lookup)
+		if !usable || !devstack.DockerAnswers(ctx, socket) {
+			return d.fail("--compute docker: no Docker Engine answers at %s (DOCKER_HOST must be unset or unix://).", orDash(socket))
+		}
+		d.step("Compute: docker (the Docker Engine at %s)", socket)
 		return nil // the development defaults select Docker
 	}
+	d.step("Compute: simulated")
 	yaml := fmt.Sprintf(`# Written by occ dev: the simulated Compute Driver. Rewritten on every start.
 occ: {cluster: local}
 drivers:
@@ -472,17 +531,7 @@ func (d *devRun) serve(ctx context.Context, self string, vars map[string]string,
 		}
 		return d.fail("%v", err)
 	}
-	d.out.Println("")
-	d.out.Println("OCC is running.")
-	d.out.Println("  URL:              " + baseURL)
-	d.out.Println("  Service key file: " + keyFile)
-	d.out.Println("Try, in another terminal:")
-	d.out.Println(fmt.Sprintf("  export OCC_URL=%s OCC_SERVICE_KEY_FILE=%s", baseURL, keyFile))
-	d.out.Println("  occ installation get")
-	d.out.Println("  occ namespace list")
-	d.out.Println("Press Ctrl-C to stop.")
-	d.out.Println("")
-
+	d.banner(baseURL, keyFile, self)
 	select {
 	case <-ctx.Done():
 		stop()

@@ -46,8 +46,23 @@ func startDev(t *testing.T, bin, stateDir string, port int, compute ...string) *
 	if len(compute) == 0 {
 		compute = []string{"--compute", "simulated"}
 	}
-	cmd := exec.Command(bin, append([]string{"dev", "--state-dir", stateDir, "--port", fmt.Sprint(port)}, compute...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OCC_WORKER_POLL_INTERVAL_MS=50"}
+	return startDevWith(t, bin, stateDir, port, map[string]string{"HOME": t.TempDir()}, compute...)
+}
+
+// startDevWith runs occ dev with env (besides PATH and a fast worker poll) and extra flags.
+func startDevWith(t *testing.T, bin, stateDir string, port int, env map[string]string, flags ...string) *devProcess {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"dev", "--state-dir", stateDir, "--port", fmt.Sprint(port)}, flags...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "OCC_WORKER_POLL_INTERVAL_MS=50"}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return startDevCommand(t, cmd)
+}
+
+// startDevCommand starts a prepared occ dev command and follows its output.
+func startDevCommand(t *testing.T, cmd *exec.Cmd) *devProcess {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +270,7 @@ func TestDevRefusesATakenPort(t *testing.T) {
 	}
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
-	r := run(map[string]string{"HOME": t.TempDir()}, "dev", "--port", fmt.Sprint(port), "--state-dir", t.TempDir())
+	r := run(map[string]string{"HOME": t.TempDir()}, "dev", "--port", fmt.Sprint(port), "--state-dir", devStateDir(t))
 	if r.code != 1 || !strings.Contains(r.stderr, fmt.Sprintf("port %d on 127.0.0.1 is taken", port)) || strings.Contains(r.stderr, "goroutine") {
 		t.Fatalf("%+v", r)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +18,9 @@ import (
 
 // Env is everything a command may read from or write to the process.
 type Env struct {
-	Lookup  settings.Lookup
+	Lookup settings.Lookup
+	// Stdin is standard input (-f -, --from-stdin, confirmations); nil reads as empty.
+	Stdin   io.Reader
 	Stdout  io.Writer
 	Stderr  io.Writer
 	Version string
@@ -50,15 +53,44 @@ func NewRoot(env Env) *cobra.Command {
 	root.AddCommand(newSecretCommand(env))
 	root.AddCommand(newServiceAccountCommand(env))
 	root.AddCommand(newAgentCommand(env))
+	root.AddCommand(newAuditCommand(env), newAccountCommand(env), newWhoamiCommand(env), newConfigCommand(env))
 	root.AddCommand(newProbeCommand(env))
+	root.InitDefaultCompletionCmd()
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command group refuse an unknown subcommand the way the top
+// level does (exit status 2, with suggestions) instead of printing its help and exiting 0: a typo
+// in a script must not pass silently. A group without arguments still prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		refuseUnknownSubcommands(c)
+		if !c.HasSubCommands() || c.Runnable() {
+			continue
+		}
+		c.Args = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+			if c.SuggestionsMinimumDistance <= 0 {
+				c.SuggestionsMinimumDistance = 2
+			}
+			if suggestions := c.SuggestionsFor(args[0]); len(suggestions) > 0 {
+				msg += "\n\nDid you mean this?\n\t" + strings.Join(suggestions, "\n\t")
+			}
+			return errors.New(msg + "\n\nRun '" + c.CommandPath() + " --help' for usage.")
+		}
+		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
 }
 
 // Execute runs the command line and returns the process exit code.
 func Execute(ctx context.Context, env Env, args []string) int {
 	root := NewRoot(env)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := root.ExecuteContext(withEnv(ctx, env))
 	var exit exitError
 	switch {
 	case err == nil:
@@ -66,21 +98,9 @@ func Execute(ctx context.Context, env Env, args []string) int {
 	case errors.As(err, &exit):
 		return exit.Code
 	default:
-		// Usage errors (unknown command or flag): cobra's own message.
+		// Usage errors (unknown command or flag): cobra's own message, or ours for groups.
 		fmt.Fprintln(env.Stderr, "Error:", err)
 		return 2
-	}
-}
-
-func newVersionCommand(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version of this binary",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(env.Stdout, env.Version)
-			return nil
-		},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -43,8 +44,42 @@ func (s *State) ConfigurationRoot() string { return filepath.Join(s.Dir, "config
 func (s *State) SecretRoot() string        { return filepath.Join(s.Dir, "secrets") }
 func (s *State) WorkerMarkerDir() string   { return filepath.Join(s.Dir, "worker") }
 
+// ComputeFile records the Compute Driver the last run selected, so that --reset knows what the
+// old Installation's Compute made.
+func (s *State) ComputeFile() string { return filepath.Join(s.Dir, "compute") }
+
 // ErrLocked means another `occ dev` uses the state directory.
 var ErrLocked = errors.New("another occ dev is running with this state directory")
+
+const lockName = "lock"
+
+// SetOwner writes a line about the running occ dev (its process and URL) into the lock file, for
+// the message a second occ dev prints.
+func (s *State) SetOwner(owner string) error {
+	if err := s.lock.Truncate(0); err != nil {
+		return err
+	}
+	_, err := s.lock.WriteAt([]byte(owner+"\n"), 0)
+	return err
+}
+
+// LockOwner is what the occ dev holding dir's lock wrote with SetOwner ("" when unknown).
+func LockOwner(dir string) string {
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 512)
+	n, _ := f.Read(buf)
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, line)
+}
 
 // OpenState creates dir (0700, or 0711 when others must traverse it to reach PostgreSQL's data) and
 // takes its lock, released when the process ends, however it ends.
@@ -73,7 +108,7 @@ func OpenState(dir string, traversable bool) (*State, error) {
 	if err := os.Chmod(dir, mode); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +129,7 @@ func (s *State) Reset() error {
 		return err
 	}
 	for _, e := range entries {
-		if e.Name() == "lock" {
+		if e.Name() == lockName {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(s.Dir, e.Name())); err != nil {
