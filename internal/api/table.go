@@ -206,7 +206,7 @@ var (
 
 func listOf(s *Schema) *Schema { return arrayOf(s, 0, 0) }
 
-var routeTable = append([]*Route{
+var routeTable = append(append([]*Route{
 	{
 		Method: http.MethodGet, Path: "/healthz", Action: ActionHealthLive, Tag: "health",
 		Summary: "Liveness: the process is up.", Auth: auth.ModePublic,
@@ -404,7 +404,7 @@ var routeTable = append([]*Route{
 		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam, "servicePrincipalId": opaqueParam}, Tx: TxRead,
 		Success: http.StatusOK, Response: servicePrincipalSchema, Handler: (*Server).getServicePrincipal,
 	},
-}, resourceRoutes...)
+}, resourceRoutes...), signInRoutes...)
 
 // prepareRoutes compiles the table's schemas once (patterns, format checks).
 var prepareRoutes = sync.OnceFunc(func() {

@@ -103,6 +103,7 @@ func runAPI(ctx context.Context, env Env) error {
 		Compute:                  compute,
 		Configurations:           configurations,
 		Secrets:                  secrets,
+		SignIn:                   signInConfig(cfg),
 	}
 	if cfg.Metrics.Enabled {
 		m, err := metrics.StartAPI(ctx, cfg.Metrics.ListenAddress(), log)
@@ -118,6 +119,8 @@ func runAPI(ctx context.Context, env Env) error {
 		switch {
 		case errors.Is(err, api.ErrNotBootstrapped):
 			return fail(codeStartupFailed, "The Installation is not bootstrapped. Run occ bootstrap first.")
+		case errors.Is(err, api.ErrRecoveryAccountInvalid):
+			return fail(codeStartupFailed, "OCC_AUTH_GITHUB_RECOVERY_USER_ID must name a local-password Installation administrator.")
 		case errors.As(err, &pgErr):
 			return fail(codeStartupFailed, "PostgreSQL refused the startup checks. Is the schema migrated?")
 		default:

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -306,4 +307,11 @@ SELECT coalesce((SELECT hits FROM occ.rate_limits WHERE bucket = $1 AND key_hash
        greatest(1, ceil(extract(epoch FROM date_trunc('minute', clock_timestamp()) + interval '1 minute' - clock_timestamp())))::int`,
 		bucket, keyHash).Scan(&hits, &retryAfter)
 	return hits, retryAfter, err
+}
+
+// SetLockTimeout bounds how long the transaction waits for a row lock; past it the statement
+// fails (and the caller answers a retryable 503).
+func SetLockTimeout(ctx context.Context, tx pgx.Tx, d time.Duration) error {
+	_, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", d.Milliseconds()))
+	return err
 }
