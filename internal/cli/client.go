@@ -68,10 +68,13 @@ func clientGroup(use, short string) (*cobra.Command, *clientOptions) {
 
 // clientSession is one resolved client invocation.
 type clientSession struct {
-	env       Env
-	cmd       *cobra.Command
-	base      string
-	key       string
+	env     Env
+	cmd     *cobra.Command
+	base    string
+	key     string
+	keyFile string
+	// cliToken is the stored occ login session of this origin, used when no service key is given.
+	cliToken  string
 	namespace string
 	output    string
 	timeout   time.Duration
@@ -103,6 +106,12 @@ func setting(env Env, cmd *cobra.Command, flag, variable string) (string, bool) 
 
 // newClientSession resolves the global options. needNamespace requires --namespace.
 func newClientSession(env Env, cmd *cobra.Command, needNamespace bool) (*clientSession, error) {
+	return newClientSessionWith(env, cmd, needNamespace, false)
+}
+
+// newClientSessionWith resolves the global options; anonymous commands (occ login, occ logout)
+// need no credential.
+func newClientSessionWith(env Env, cmd *cobra.Command, needNamespace, anonymous bool) (*clientSession, error) {
 	s := &clientSession{env: env, cmd: cmd}
 	s.output, _ = setting(env, cmd, "output", "") // no environment variable
 	switch s.output {
@@ -128,14 +137,28 @@ func newClientSession(env Env, cmd *cobra.Command, needNamespace bool) (*clientS
 	s.timeout = time.Duration(n) * time.Second
 
 	keyFile, _ := setting(env, cmd, "service-key-file", "OCC_SERVICE_KEY_FILE")
-	if keyFile == "" {
-		return nil, usageError(env, "no credentials: pass --service-key-file or set OCC_SERVICE_KEY_FILE.")
-	}
-	if s.key, err = readServiceKey(keyFile); err != nil {
-		return nil, usageError(env, "%v", err)
+	var stored *storedSession
+	switch {
+	case anonymous:
+	case keyFile != "":
+		if s.key, err = readServiceKey(keyFile); err != nil {
+			return nil, usageError(env, "%v", err)
+		}
+		s.keyFile = keyFile
+	default:
+		// Without a service key, the stored occ login session of this origin.
+		if stored, err = loadSession(env, base); err != nil {
+			return nil, usageError(env, "%v", err)
+		} else if stored == nil {
+			return nil, usageError(env, "no credentials: pass --service-key-file, set OCC_SERVICE_KEY_FILE or run occ login.")
+		}
+		s.cliToken = stored.Token
 	}
 
 	ns, _ := setting(env, cmd, "namespace", "OCC_NAMESPACE")
+	if ns == "" && stored != nil && stored.NamespaceID != nil {
+		ns = *stored.NamespaceID // a pinned session acts in its Namespace only
+	}
 	if ns != "" && !platform.ValidID(platform.PrefixNamespace, ns) {
 		return nil, usageError(env, "%s is not a Namespace id (ns_…). List them with: occ namespace list", quoteIfNeeded(ns))
 	}
@@ -226,7 +249,12 @@ func (s *clientSession) call(method, path string, body []byte) (json.RawMessage,
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("x-api-key", s.key)
+	switch {
+	case s.key != "":
+		req.Header.Set("x-api-key", s.key)
+	case s.cliToken != "":
+		req.Header.Set(cliSessionHeader, s.cliToken)
+	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "occ/"+s.env.Version)
 	if body != nil {

@@ -51,6 +51,7 @@ func NewRoot(env Env) *cobra.Command {
 	root.AddCommand(newServiceAccountCommand(env))
 	root.AddCommand(newAgentCommand(env))
 	root.AddCommand(newProbeCommand(env))
+	root.AddCommand(newLoginCommand(env), newLogoutCommand(env), newAuthCommand(env))
 	return root
 }
 
