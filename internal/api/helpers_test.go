@@ -86,6 +86,7 @@ type env struct {
 	owner          *pgxpool.Pool
 	server         *api.Server
 	http           *httptest.Server
+	url            string // the listener's base URL, known before the server starts
 	clock          *clock
 	logs           *syncBuffer
 	installationID string
@@ -153,6 +154,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	e.responses = &syncBuffer{}
 	t.Cleanup(e.scanForSecretValues)
 	cfg.Compute, cfg.Configurations, cfg.Secrets = testDrivers(t, e.storageRoot)
+	// The listener exists before the server, so options can name the API's own address
+	// (a provider's callback URL).
+	e.http = httptest.NewUnstartedServer(nil)
+	e.url = "http://" + e.http.Listener.Addr().String()
 	for _, o := range opts {
 		o(e, &cfg)
 	}
@@ -160,7 +165,8 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.http = httptest.NewServer(e.server)
+	e.http.Config.Handler = e.server
+	e.http.Start()
 	t.Cleanup(e.http.Close)
 	return e
 }

@@ -161,11 +161,13 @@ func (p *Provider) KeyID() string {
 	return p.keyID
 }
 
-// tamper rewrites the token endpoint's ID token when TamperedIDToken is set: the payload's
-// subject changes, the signature stays.
+// tamper rewrites the token endpoint's ID token for the token faults: TamperedIDToken changes
+// the payload's subject and keeps the signature; WrongAudience and ExpiredIDToken change the
+// audience or the expiry and sign again with the provider's own key, so only that claim is wrong.
 func (p *Provider) tamper(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/oauth/token" || p.currentFault() != TamperedIDToken {
+		fault := p.currentFault()
+		if r.URL.Path != "/oauth/token" || (fault != TamperedIDToken && fault != WrongAudience && fault != ExpiredIDToken) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -174,7 +176,15 @@ func (p *Provider) tamper(next http.Handler) http.Handler {
 		var body map[string]any
 		if err := json.Unmarshal(rec.body, &body); err == nil {
 			if raw, ok := body["id_token"].(string); ok {
-				body["id_token"] = replaceSubject(raw, "someone-else")
+				switch fault {
+				case TamperedIDToken:
+					body["id_token"] = rewrite(raw, func(c map[string]any) { c["sub"] = "someone-else" }, nil)
+				case WrongAudience:
+					body["id_token"] = rewrite(raw, func(c map[string]any) { c["aud"] = []string{"another-client"}; c["azp"] = "another-client" }, p.signer())
+				case ExpiredIDToken:
+					past := time.Now().Add(-10 * time.Minute).Unix()
+					body["id_token"] = rewrite(raw, func(c map[string]any) { c["exp"], c["iat"] = past, past-300 }, p.signer())
+				}
 			}
 			rec.body, _ = json.Marshal(body)
 		}
@@ -187,7 +197,20 @@ func (p *Provider) tamper(next http.Handler) http.Handler {
 	})
 }
 
-func replaceSubject(jwt, subject string) string {
+// signer signs with the provider's current key.
+func (p *Provider) signer() jose.Signer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: p.key}, (&jose.SignerOptions{}).WithHeader("kid", p.keyID).WithType("JWT"))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// rewrite changes the claims of a compact JWT; with a signer it is signed again, without one the
+// old signature stays (and no longer matches).
+func rewrite(jwt string, change func(map[string]any), signer jose.Signer) string {
 	parts := strings.Split(jwt, ".")
 	if len(parts) != 3 {
 		return jwt
@@ -200,10 +223,21 @@ func replaceSubject(jwt, subject string) string {
 	if json.Unmarshal(payload, &claims) != nil {
 		return jwt
 	}
-	claims["sub"] = subject
+	change(claims)
 	payload, _ = json.Marshal(claims)
-	parts[1] = base64.RawURLEncoding.EncodeToString(payload)
-	return strings.Join(parts, ".")
+	if signer == nil {
+		parts[1] = base64.RawURLEncoding.EncodeToString(payload)
+		return strings.Join(parts, ".")
+	}
+	signed, err := signer.Sign(payload)
+	if err != nil {
+		return jwt
+	}
+	out, err := signed.CompactSerialize()
+	if err != nil {
+		return jwt
+	}
+	return out
 }
 
 type recorder struct {
@@ -264,12 +298,7 @@ func (a *authRequest) GetState() string                      { return a.state }
 func (a *authRequest) GetSubject() string                    { return a.subject }
 func (a *authRequest) Done() bool                            { return a.done }
 
-func (a *authRequest) GetAudience() []string {
-	if a.fault == WrongAudience {
-		return []string{"another-client"}
-	}
-	return []string{a.clientID}
-}
+func (a *authRequest) GetAudience() []string { return []string{a.clientID} }
 
 func (a *authRequest) GetNonce() string {
 	if a.fault == WrongNonce {
@@ -430,11 +459,7 @@ func (s *storage) GetClientByClientID(_ context.Context, id string) (op.Client, 
 	if id != s.p.client.ID {
 		return nil, errors.New("oidctest: unknown client")
 	}
-	lifetime := 5 * time.Minute
-	if s.p.currentFault() == ExpiredIDToken {
-		lifetime = -10 * time.Minute
-	}
-	return client{c: s.p.client, lifetime: lifetime}, nil
+	return client{c: s.p.client, lifetime: 5 * time.Minute}, nil
 }
 
 func (s *storage) AuthorizeClientIDSecret(_ context.Context, id, secret string) error {
@@ -451,6 +476,11 @@ func (s *storage) SetUserinfoFromScopes(_ context.Context, info *oidc.UserInfo, 
 	s.p.mu.Lock()
 	defer s.p.mu.Unlock()
 	for k, v := range s.p.users[subject] {
+		if verified, ok := v.(bool); ok && k == "email_verified" {
+			// A typed member of the userinfo: an appended claim of that name would be shadowed.
+			info.EmailVerified = oidc.Bool(verified)
+			continue
+		}
 		info.AppendClaims(k, v)
 	}
 	return nil
