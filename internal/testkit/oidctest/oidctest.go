@@ -324,9 +324,11 @@ func (c client) AuthMethod() oidc.AuthMethod {
 	}
 	return oidc.AuthMethodPost
 }
-func (c client) ResponseTypes() []oidc.ResponseType { return []oidc.ResponseType{oidc.ResponseTypeCode} }
-func (c client) GrantTypes() []oidc.GrantType       { return []oidc.GrantType{oidc.GrantTypeCode} }
-func (c client) LoginURL(id string) string          { return "/login?id=" + id }
+func (c client) ResponseTypes() []oidc.ResponseType {
+	return []oidc.ResponseType{oidc.ResponseTypeCode}
+}
+func (c client) GrantTypes() []oidc.GrantType { return []oidc.GrantType{oidc.GrantTypeCode} }
+func (c client) LoginURL(id string) string    { return "/login?id=" + id }
 func (c client) AccessTokenType() op.AccessTokenType {
 	return op.AccessTokenTypeBearer
 }
