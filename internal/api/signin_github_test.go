@@ -40,6 +40,8 @@ type fakeGitHub struct {
 	}
 	orgs  map[string]string // "login/org" → state
 	teams map[string]string // "org/team/login" → state
+	// membershipsDown answers every membership lookup with 502.
+	membershipsDown bool
 }
 
 type ghCode struct {
@@ -111,7 +113,12 @@ func startFakeGitHub(t *testing.T, clientID, clientSecret string) *fakeGitHub {
 		u, _ := user(r)
 		g.mu.Lock()
 		state, ok := g.orgs[u.name+"/"+r.PathValue("org")]
+		down := g.membershipsDown
 		g.mu.Unlock()
+		if down {
+			http.Error(w, "unavailable", http.StatusBadGateway)
+			return
+		}
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -121,7 +128,12 @@ func startFakeGitHub(t *testing.T, clientID, clientSecret string) *fakeGitHub {
 	mux.HandleFunc("GET /orgs/{org}/teams/{team}/memberships/{login}", func(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()
 		state, ok := g.teams[r.PathValue("org")+"/"+r.PathValue("team")+"/"+r.PathValue("login")]
+		down := g.membershipsDown
 		g.mu.Unlock()
+		if down {
+			http.Error(w, "unavailable", http.StatusBadGateway)
+			return
+		}
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -238,10 +250,12 @@ func TestGitHubMembership(t *testing.T) {
 	for _, id := range []string{"1", "2", "3", "4"} {
 		rig.attach(id)
 	}
+	gh.mu.Lock()
 	gh.orgs["member/acme"] = "active"
 	gh.orgs["invited/acme"] = "pending"
 	gh.orgs["teammate/tools"] = "active"
 	gh.teams["tools/platform/teammate"] = "active"
+	gh.mu.Unlock()
 	cases := []struct {
 		id     int64
 		login  string
@@ -263,7 +277,9 @@ func TestGitHubMembership(t *testing.T) {
 		t.Fatalf("%d MEMBERSHIP_REQUIRED audits", n)
 	}
 	// The API cannot reach the membership lookup: closed, and said so.
-	gh.srv.Config.Handler = breakMemberships(gh.srv.Config.Handler)
+	gh.mu.Lock()
+	gh.membershipsDown = true
+	gh.mu.Unlock()
 	gh.signInAs(4, "outsider")
 	if loc, _ := rig.githubSignIn(); loc != "/console/?authError=github&authReason=membership-unavailable" {
 		t.Fatalf("failed lookup went to %q", loc)
@@ -271,16 +287,6 @@ func TestGitHubMembership(t *testing.T) {
 	if e.logins("MEMBERSHIP_UNAVAILABLE") != 1 {
 		t.Fatal("MEMBERSHIP_UNAVAILABLE is not audited")
 	}
-}
-
-func breakMemberships(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.URL.Path, "/memberships/") {
-			http.Error(w, "unavailable", http.StatusBadGateway)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // TestGitHubClientRejected: a wrong client secret is a provider failure the operator must fix
