@@ -151,6 +151,9 @@ func (r *oidcRig) browserSignIn(subject string, stopAtCallback bool) signInResul
 	res.location = resp.Header.Get("Location")
 	res.callback = resp.Request.URL.String()
 	res.cookie = r.cookie(jar, auth.CookieName)
+	if strings.Contains(res.location, "authError") {
+		t.Logf("sign-in of %s refused; log: %s", subject, r.e.logs.String())
+	}
 	return res
 }
 
