@@ -121,6 +121,9 @@ type Route struct {
 	ExactOrigin bool
 	// OpenQuery leaves the query unvalidated: it belongs to someone else (a provider callback).
 	OpenQuery bool
+	// RefusesCLISession answers a CLI session with 403: a copied CLI token must not mint longer-lived
+	// credentials (service keys).
+	RefusesCLISession bool
 	Scope     Scope
 	// NamespaceLock is the lock the path Namespace is read with (ScopeNamespace).
 	NamespaceLock store.RowLock

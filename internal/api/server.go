@@ -301,6 +301,9 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 		return platform.Unavailable(err)
 	}
 	c.cred = cred
+	if route.RefusesCLISession && cred.Kind == auth.KindCLISession {
+		return platform.NewError(platform.CodeForbidden, "This operation requires a signed-in browser session or a service key.")
+	}
 	switch {
 	case route.ExactOrigin:
 		if auth.CheckOrigin(r.Header, s.cfg.AuthBaseURL, auth.OriginCookieUnsafe) != nil {

@@ -260,7 +260,7 @@ var routeTable = append(append([]*Route{
 		Description: "The key is in the response only. Caller: a browser session or an Installation-scoped key.",
 		Auth:        auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
 		Coverage: "The caller must hold every grant of the target ServicePrincipal (identity coverage).",
-		Body:     serviceKeyBody, Conflict: true, Tx: TxWrite,
+		Body:     serviceKeyBody, Conflict: true, Tx: TxWrite, RefusesCLISession: true,
 		Success: http.StatusCreated, Response: serviceKeySchema, Handler: (*Server).issueServiceKey,
 	},
 	{
@@ -268,7 +268,7 @@ var routeTable = append(append([]*Route{
 		Summary: "Revoke a service key at once.",
 		Auth:    auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
 		Coverage:   "The caller must hold every grant of the key's ServicePrincipal (identity coverage).",
-		PathParams: map[string]*Schema{"keyId": opaqueParam}, Tx: TxWrite,
+		PathParams: map[string]*Schema{"keyId": opaqueParam}, Tx: TxWrite, RefusesCLISession: true,
 		Success: http.StatusOK, Response: object(required("id", opaqueID()), required("revoked", boolean())),
 		Handler: (*Server).revokeServiceKey,
 	},
