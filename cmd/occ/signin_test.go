@@ -258,3 +258,48 @@ func (b *browserClient) list(method, path string) []any {
 	_ = json.Unmarshal(b.do(method, path, nil, 200), &doc)
 	return doc.Data
 }
+
+// TestSignInStartupRefusals: an invalid sign-in configuration stops `occ api` before it connects to
+// PostgreSQL (the database URL points at a port nothing listens on), with the seed's codes.
+func TestSignInStartupRefusals(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"NODE_ENV": "production", "OCC_HOST": "10.0.0.1", "OCC_PORT": "8080",
+		"OCC_DATABASE_URL": fmt.Sprintf("postgres://occ_app@127.0.0.1:%d/occ", freePort(t)), "OCC_CONFIG_PATH": "/nonexistent/installation.yaml",
+		"OCC_AUTH_SECRET": strings.Repeat("s", 32), "OCC_AUTH_BASE_URL": "https://console.oce.example.com"}
+	github := map[string]string{"OCC_AUTH_GITHUB_CLIENT_ID": "Iv1.x", "OCC_AUTH_GITHUB_CLIENT_SECRET": "s",
+		"OCC_AUTH_GITHUB_RECOVERY_USER_ID": "usr_0b3f0c1e-4a3f-4c2b-9d7e-1a2b3c4d5e6f"}
+	for _, tc := range []struct {
+		name, code, variable string
+		env                  map[string]string
+	}{
+		{"external sign-in with native admin", "EXTERNAL_SIGN_IN_NATIVE_ADMIN_UNSUPPORTED", "OCC_AGENT_NATIVE_ADMIN_ENABLED",
+			merge(github, map[string]string{"OCC_AGENT_NATIVE_ADMIN_ENABLED": "true", "OCC_AUTH_COOKIE_DOMAIN": "oce.example.com"})},
+		{"cookie domain is a public suffix", "AUTH_BASE_URL_INVALID", "OCC_AUTH_COOKIE_DOMAIN",
+			map[string]string{"OCC_AGENT_NATIVE_ADMIN_ENABLED": "true", "OCC_AUTH_COOKIE_DOMAIN": "com"}},
+		{"partial provider", "CONFIG_ENV_INVALID", "OCC_AUTH_GITHUB_CLIENT_SECRET",
+			map[string]string{"OCC_AUTH_GITHUB_CLIENT_ID": "Iv1.x", "OCC_AUTH_GITHUB_RECOVERY_USER_ID": "usr_0b3f0c1e-4a3f-4c2b-9d7e-1a2b3c4d5e6f"}},
+		{"recovery-only without a provider", "CONFIG_ENV_INVALID", "OCC_AUTH_PASSWORD_SIGN_IN",
+			map[string]string{"OCC_AUTH_PASSWORD_SIGN_IN": "recovery-only"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := run(t, merge(base, tc.env), "api")
+			if p.exitCode() != 1 {
+				t.Fatalf("exit %d: %s", p.exitCode(), p.stderr.String())
+			}
+			ev := p.events(true, "startup-error")
+			if len(ev) != 1 || ev[0]["code"] != tc.code || !strings.Contains(fmt.Sprint(ev[0]["details"]), "/env/"+tc.variable) {
+				t.Fatalf("startup-error %v", ev)
+			}
+		})
+	}
+}
+
+func merge(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
