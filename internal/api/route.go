@@ -124,7 +124,7 @@ type Route struct {
 	// RefusesCLISession answers a CLI session with 403: a copied CLI token must not mint longer-lived
 	// credentials (service keys).
 	RefusesCLISession bool
-	Scope     Scope
+	Scope             Scope
 	// NamespaceLock is the lock the path Namespace is read with (ScopeNamespace).
 	NamespaceLock store.RowLock
 	Permissions   []Permission
