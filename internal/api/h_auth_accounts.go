@@ -8,7 +8,6 @@ import (
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
-	"github.com/openclaw/occ/internal/signin"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -94,6 +93,18 @@ func (s *Server) coverAccount(ctx context.Context, c *call, a store.Account) err
 	return nil
 }
 
+// coveredTarget decodes the body, reads and locks the path account and applies the takeover rule.
+func (s *Server) coveredTarget(ctx context.Context, c *call, body any) (store.AccountControl, error) {
+	if err := c.decode(body); err != nil {
+		return store.AccountControl{}, err
+	}
+	a, err := s.targetAccount(ctx, c)
+	if err != nil {
+		return a, err
+	}
+	return a, s.coverAccount(ctx, c, a.Account)
+}
+
 func checkVersion(a store.AccountControl, expected int64) error {
 	if a.Version != expected {
 		return platform.Conflict("The account changed since it was read: read it again and use its version.")
@@ -130,14 +141,8 @@ func (s *Server) getAccount(ctx context.Context, c *call) error {
 // audit.
 func (s *Server) accountMutation(ctx context.Context, c *call, endSessions bool, change func(a store.AccountControl) (disabled bool, details map[string]any, err error)) error {
 	var b expectedVersionBody
-	if err := c.decode(&b); err != nil {
-		return err
-	}
-	a, err := s.targetAccount(ctx, c)
+	a, err := s.coveredTarget(ctx, c, &b)
 	if err != nil {
-		return err
-	}
-	if err := s.coverAccount(ctx, c, a.Account); err != nil {
 		return err
 	}
 	if err := checkVersion(a, b.ExpectedVersion); err != nil {
@@ -250,14 +255,8 @@ func (s *Server) detachMethod(ctx context.Context, c *call) error {
 func (s *Server) attachIdentity(ctx context.Context, c *call) error {
 	name := c.route.Path[len("/api/auth/accounts/{userId}/providers/"):]
 	var b attachBody
-	if err := c.decode(&b); err != nil {
-		return err
-	}
-	a, err := s.targetAccount(ctx, c)
+	a, err := s.coveredTarget(ctx, c, &b)
 	if err != nil {
-		return err
-	}
-	if err := s.coverAccount(ctx, c, a.Account); err != nil {
 		return err
 	}
 	p, ok := s.signInState.providers[name]
@@ -398,6 +397,3 @@ func (s *Server) replaceRecovery(ctx context.Context, c *call) error {
 		MethodID: methodID, Changed: &changed})
 	return nil
 }
-
-// providerNames is the provider list the attach routes exist for.
-var providerNames = signin.Names

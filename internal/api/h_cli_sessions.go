@@ -306,24 +306,34 @@ func (s *Server) sessionExpiry(c *call) time.Time {
 	return capped
 }
 
-// lookupCLIDeviceAuthorization shows the approval page what it is asked to approve.
-func (s *Server) lookupCLIDeviceAuthorization(ctx context.Context, c *call) error {
+// approvalCode runs the steps the approval routes share: the feature switch, the approving
+// session, the body, and the typed code under the wrong-code budget (a malformed code is wrong).
+func (s *Server) approvalCode(ctx context.Context, c *call, body any, typed func() string) (string, error) {
 	if err := s.cliEnabled(); err != nil {
-		return err
+		return "", err
 	}
 	if err := s.approvingSession(c); err != nil {
-		return err
+		return "", err
 	}
-	var b userCodeBody
-	if err := c.decode(&b); err != nil {
-		return err
+	if err := c.decode(body); err != nil {
+		return "", err
 	}
-	code, ok, err := s.typedCode(ctx, c, b.UserCode)
+	code, ok, err := s.typedCode(ctx, c, typed())
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !ok {
-		return s.wrongCode(ctx, c)
+		return "", s.wrongCode(ctx, c)
+	}
+	return code, nil
+}
+
+// lookupCLIDeviceAuthorization shows the approval page what it is asked to approve.
+func (s *Server) lookupCLIDeviceAuthorization(ctx context.Context, c *call) error {
+	var b userCodeBody
+	code, err := s.approvalCode(ctx, c, &b, func() string { return b.UserCode })
+	if err != nil {
+		return err
 	}
 	a, err := store.GetPendingDeviceAuthorization(ctx, s.pool, auth.HashToken(code))
 	if errors.Is(err, store.ErrNotFound) {
@@ -341,22 +351,10 @@ func (s *Server) lookupCLIDeviceAuthorization(ctx context.Context, c *call) erro
 // decideCLIDeviceAuthorization approves or denies a pending request, audited in the same
 // transaction. Deny is final.
 func (s *Server) decideCLIDeviceAuthorization(ctx context.Context, c *call) error {
-	if err := s.cliEnabled(); err != nil {
-		return err
-	}
-	if err := s.approvingSession(c); err != nil {
-		return err
-	}
 	var b decideBody
-	if err := c.decode(&b); err != nil {
-		return err
-	}
-	code, ok, err := s.typedCode(ctx, c, b.UserCode)
+	code, err := s.approvalCode(ctx, c, &b, func() string { return b.UserCode })
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return s.wrongCode(ctx, c)
 	}
 	approve := b.Decision == "approve"
 	session := c.cred.Session

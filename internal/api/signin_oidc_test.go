@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -123,7 +124,13 @@ func (r *oidcRig) browserSignIn(subject string, stopAtCallback bool) signInResul
 	res := signInResult{jar: jar}
 	start := r.post(jar, "/api/auth/providers/"+r.provider+"/start", nil)
 	if start.StatusCode != 200 {
-		t.Fatalf("start: %d %s", start.StatusCode, readAll(start))
+		var why []string
+		for _, ev := range r.e.logEvents() {
+			if ev["event"] != "http.completed" {
+				why = append(why, fmt.Sprint(ev))
+			}
+		}
+		t.Fatalf("start: %d %s; log: %v", start.StatusCode, readAll(start), why)
 	}
 	var started struct {
 		Data struct {
