@@ -55,7 +55,7 @@ func InsertDeviceAuthorization(ctx context.Context, db DBTX, a DeviceAuthorizati
 	}
 	err := db.QueryRow(ctx, `INSERT INTO occ.cli_device_authorizations
   (id, device_code_hash, user_code_hash, client_label, requester_address, namespace_id, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp(), clock_timestamp() + make_interval(secs => $7))
+VALUES ($1, $2, $3, $4, $5, $6, now(), now() + make_interval(secs => $7))
 RETURNING state, created_at, expires_at`, a.ID, a.DeviceCodeHash, a.UserCodeHash, a.ClientLabel, a.RequesterAddress,
 		a.NamespaceID, lifetime.Seconds()).Scan(&a.State, &a.CreatedAt, &a.ExpiresAt)
 	if constraintViolated(err, "cli_device_authorizations_pending_code") {
@@ -157,7 +157,7 @@ func LiveParentSession(ctx context.Context, db DBTX, id string) (time.Time, bool
 func InsertCLISession(ctx context.Context, db DBTX, s CLISession, tokenHash []byte, maxLifetime time.Duration) (CLISession, error) {
 	err := db.QueryRow(ctx, `INSERT INTO occ.cli_sessions
   (id, token_hash, authorization_id, account_id, parent_session_id, namespace_id, client_label, created_at, expires_at)
-SELECT $1, $2, $3, $4, $5, $6, $7, clock_timestamp(), least(p.expires_at, clock_timestamp() + make_interval(secs => $8))
+SELECT $1, $2, $3, $4, $5, $6, $7, now(), least(p.expires_at, now() + make_interval(secs => $8))
   FROM occ.sessions p WHERE p.id = $5
 RETURNING created_at, expires_at`, s.ID, tokenHash, s.AuthorizationID, s.Account.ID, s.ParentSessionID, s.NamespaceID,
 		s.ClientLabel, maxLifetime.Seconds()).Scan(&s.CreatedAt, &s.ExpiresAt)

@@ -245,7 +245,7 @@ func InsertSignInAttempt(ctx context.Context, db DBTX, a SignInAttempt, lifetime
 		return SignInAttempt{}, err
 	}
 	err := db.QueryRow(ctx, `INSERT INTO occ.sign_in_attempts (state_hash, browser_hash, provider_key, code_verifier, created_at, expires_at)
-VALUES ($1, $2, $3, $4, clock_timestamp(), clock_timestamp() + make_interval(secs => $5))
+VALUES ($1, $2, $3, $4, now(), now() + make_interval(secs => $5))
 RETURNING created_at, expires_at`, a.StateHash, a.BrowserHash, a.ProviderKey, a.CodeVerifier, lifetime.Seconds()).
 		Scan(&a.CreatedAt, &a.ExpiresAt)
 	return a, err
@@ -268,7 +268,7 @@ RETURNING code_verifier, created_at, expires_at`, stateHash, browserHash, provid
 // InsertSignInReceipt stores the login receipt of a new session.
 func InsertSignInReceipt(ctx context.Context, db DBTX, receiptHash []byte, attemptID, sessionID, providerID string, lifetime time.Duration) error {
 	_, err := db.Exec(ctx, `INSERT INTO occ.sign_in_receipts (receipt_hash, attempt_id, session_id, provider_id, created_at, expires_at)
-VALUES ($1, $2, $3, $4, clock_timestamp(), clock_timestamp() + make_interval(secs => $5))`,
+VALUES ($1, $2, $3, $4, now(), now() + make_interval(secs => $5))`,
 		receiptHash, attemptID, sessionID, providerID, lifetime.Seconds())
 	return err
 }
