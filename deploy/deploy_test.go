@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,3 +77,35 @@ func TestComposeServices(t *testing.T) {
 // --- chart rendering ---------------------------------------------------------------------------
 
 const chartDir = "helm/occ"
+
+// TestComposeSignInOverride: the sign-in override passes every API sign-in variable by name only
+// (a variable absent from the environment stays unset, never blank).
+func TestComposeSignInOverride(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Services map[string]struct {
+			Environment []string `json:"environment"`
+		} `json:"services"`
+	}
+	data, err := os.ReadFile("compose/compose.sign-in.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	env := doc.Services["api"].Environment
+	if len(doc.Services) != 1 || len(env) == 0 {
+		t.Fatalf("services %v", doc.Services)
+	}
+	for _, name := range []string{"OCC_AUTH_GITHUB_CLIENT_ID", "OCC_AUTH_GOOGLE_CLIENT_ID", "OCC_AUTH_OIDC_ISSUER", "OCC_AUTH_GITHUB_RECOVERY_USER_ID", "OCC_AUTH_CLI_SESSIONS"} {
+		if !slices.Contains(env, name) {
+			t.Errorf("%s is not passed", name)
+		}
+	}
+	for _, e := range env {
+		if strings.Contains(e, "=") {
+			t.Errorf("%s gives a value; pass the name only", e)
+		}
+	}
+}

@@ -68,6 +68,7 @@ func TestChartRendersAndTheAPIServerAcceptsEveryObject(t *testing.T) {
 	for _, tc := range []struct{ name, values string }{
 		{"default", requiredValues},
 		{"production", productionValues},
+		{"sign-in", signInValues},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objects := render(t, tc.values)

@@ -36,6 +36,7 @@ type call struct {
 	nextCursor string
 	cookies    []*http.Cookie
 	raw        []byte // a bare body (the OpenAPI document)
+	redirect   string // a 302 Location (sign-in callbacks)
 
 	// undo compensates driver effects made inside the transaction when it does not commit;
 	// afterCommit runs driver effects that must wait for the commit (deletions).
@@ -156,7 +157,7 @@ func (c *call) admitIdentity(ctx context.Context) error {
 	if c.cred.Kind == auth.KindServiceKey && ident.Kind != iam.IdentityKindServicePrincipal {
 		return c.deny(nil, "identity kind mismatch", "IDENTITY_UNRESOLVED")
 	}
-	if c.cred.Kind == auth.KindSession && ident.Kind != iam.IdentityKindPrincipal {
+	if c.cred.Human() && ident.Kind != iam.IdentityKindPrincipal {
 		return c.deny(nil, "identity kind mismatch", "IDENTITY_UNRESOLVED")
 	}
 	scope := c.cred.NamespaceScope()
@@ -286,6 +287,12 @@ func (c *call) fillActor(ev *audit.Event) {
 			ev.Details = map[string]any{}
 		}
 		ev.Details["actorServiceKeyId"] = c.cred.Key.ID
+	}
+	if c.cred.Kind == auth.KindCLISession {
+		if ev.Details == nil {
+			ev.Details = map[string]any{}
+		}
+		ev.Details["admissionMethod"], ev.Details["actorCliSessionId"] = "cli_session", c.cred.CLI.ID
 	}
 }
 

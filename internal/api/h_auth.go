@@ -58,7 +58,7 @@ func (s *Server) signIn(ctx context.Context, c *call) error {
 		s.log.Warn("authentication.sign-in-limited", "requestId", c.requestID, "code", platform.CodeRateLimited)
 		return &platform.Error{Code: platform.CodeRateLimited, Message: "Too many failed sign-ins. Try again later.", RetryAfter: retryAfter}
 	}
-	login, err := store.GetPasswordLogin(ctx, s.pool, email)
+	login, err := s.passwordLogin(ctx, email)
 	found := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		attempt.Release()

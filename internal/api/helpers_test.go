@@ -86,6 +86,7 @@ type env struct {
 	owner          *pgxpool.Pool
 	server         *api.Server
 	http           *httptest.Server
+	url            string // the listener's base URL, known before the server starts
 	clock          *clock
 	logs           *syncBuffer
 	installationID string
@@ -93,6 +94,7 @@ type env struct {
 	adminKeyID     string
 	adminSP        string
 	adminPrincipal string
+	adminAccount   string
 	defaultNS      string
 	metrics        *recorder
 	storageRoot    string
@@ -119,7 +121,8 @@ func (r *recorder) routes() []string {
 	return append([]string(nil), r.seen...)
 }
 
-type envOption func(*api.Config)
+// envOption adjusts the server configuration; it may read the bootstrapped env.
+type envOption func(*env, *api.Config)
 
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
@@ -139,7 +142,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		t: t, db: db, app: db.App(t), owner: db.Owner(t),
 		clock: &clock{now: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)}, logs: &syncBuffer{},
 		installationID: doc.Meta.InstallationID, adminKey: doc.Data.Key, adminKeyID: doc.Data.ID,
-		adminSP: doc.Data.ServicePrincipalID, adminPrincipal: result.Attempt.PrincipalID,
+		adminSP: doc.Data.ServicePrincipalID, adminPrincipal: result.Attempt.PrincipalID, adminAccount: result.Attempt.AccountID,
 		defaultNS: result.Attempt.DefaultNamespaceID, metrics: &recorder{},
 	}
 	cfg := api.Config{
@@ -151,14 +154,19 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	e.responses = &syncBuffer{}
 	t.Cleanup(e.scanForSecretValues)
 	cfg.Compute, cfg.Configurations, cfg.Secrets = testDrivers(t, e.storageRoot)
+	// The listener exists before the server, so options can name the API's own address
+	// (a provider's callback URL).
+	e.http = httptest.NewUnstartedServer(nil)
+	e.url = "http://" + e.http.Listener.Addr().String()
 	for _, o := range opts {
-		o(&cfg)
+		o(e, &cfg)
 	}
 	e.server, err = api.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.http = httptest.NewServer(e.server)
+	e.http.Config.Handler = e.server
+	e.http.Start()
 	t.Cleanup(e.http.Close)
 	return e
 }
@@ -341,6 +349,8 @@ type identity struct {
 	id     string
 	key    string
 	cookie string
+	// account is the account id of a human.
+	account string
 }
 
 func (i identity) apply(r req) req {
@@ -424,7 +434,7 @@ func (e *env) newHuman(email string) identity {
 	if err := store.InsertAccount(ctx, e.owner, store.Account{ID: accountID, Email: email, Name: "Test", PrincipalID: principalID}, hash); err != nil {
 		e.t.Fatal(err)
 	}
-	return identity{id: principalID, cookie: e.signIn(email, "a-long-test-password")}
+	return identity{id: principalID, account: accountID, cookie: e.signIn(email, "a-long-test-password")}
 }
 
 // signIn signs in and returns the session cookie's value.

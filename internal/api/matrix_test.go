@@ -142,6 +142,9 @@ func (f fixtures) cases(e *env) map[string]func() matrixCase {
 	for k, v := range f.resources.cases(f.nsA) {
 		cases[k] = v
 	}
+	for k, v := range signInCases(e) {
+		cases[k] = v
+	}
 	return cases
 }
 
@@ -154,7 +157,7 @@ func randomSuffix() string { return fmt.Sprint(suffixCounter.Add(1)) }
 // succeeds; and one permission short is still 403.
 func TestAuthorizationMatrix(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withOfflineSignIn)
 	f := newFixtures(t, e)
 	cases := f.cases(e)
 	for _, route := range api.Routes() {
@@ -237,7 +240,7 @@ func TestListIsFilteredPerItem(t *testing.T) {
 // another Namespace, whatever its grants.
 func TestNamespaceScopedKey(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, withOfflineSignIn)
 	f := newFixtures(t, e)
 	scoped := e.newServicePrincipal(f.nsA)
 	// Broad grants inside its own Namespace.

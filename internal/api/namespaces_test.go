@@ -119,7 +119,7 @@ func TestNamespaceExistingNamespace(t *testing.T) {
 		t.Fatal("the denial was not audited")
 	}
 	// A Compute Driver that cannot adopt answers 409.
-	plain := newEnv(t, func(c *apiConfig) { c.AdoptsExistingNamespaces = false })
+	plain := newEnv(t, func(_ *env, c *apiConfig) { c.AdoptsExistingNamespaces = false })
 	plain.expect(plain.do(req{method: "POST", path: "/namespaces", key: plain.adminKey,
 		body: map[string]any{"name": "adopted", "existingNamespace": "team-a"}}), 409)
 }

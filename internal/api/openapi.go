@@ -91,7 +91,7 @@ func lowerMethod(m string) string {
 
 func operation(r *Route) map[string]any {
 	op := map[string]any{
-		"operationId":       r.Action,
+		"operationId":       r.operationID(),
 		"summary":           r.Summary,
 		"tags":              []any{r.Tag},
 		"x-openclaw-action": r.Action,
@@ -153,6 +153,8 @@ func operation(r *Route) map[string]any {
 	success := map[string]any{"description": http.StatusText(r.Success)}
 	switch {
 	case r.Success == http.StatusNoContent:
+	case r.Success == http.StatusFound:
+		success["headers"] = map[string]any{"Location": map[string]any{"description": "Where the browser continues.", "schema": map[string]any{"type": "string"}}}
 	case r.Action == ActionOpenAPI:
 		success["content"] = map[string]any{"application/json": map[string]any{"schema": r.Response.jsonSchema()}}
 	default:

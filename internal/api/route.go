@@ -105,16 +105,26 @@ const (
 // Route is one entry of the route table. Routing, credential admission, authorization, request
 // validation and the OpenAPI document are all derived from the table.
 type Route struct {
-	Method      string
-	Path        string // template, e.g. /namespaces/{namespaceId}
-	Action      string // audit action and OpenAPI operationId
+	Method string
+	Path   string // template, e.g. /namespaces/{namespaceId}
+	Action string // audit action and OpenAPI operationId
+	// OperationID, when set, is the OpenAPI operationId instead of Action (upstream's name).
+	OperationID string
 	Summary     string
 	Description string
 	Tag         string
 
 	Auth         auth.Mode
 	SignInOrigin bool // the sign-in/sign-out Origin gate instead of the cookie-unsafe one
-	Scope        Scope
+	// ExactOrigin applies the cookie-unsafe Origin gate to every method and credential (account
+	// reads, provider start).
+	ExactOrigin bool
+	// OpenQuery leaves the query unvalidated: it belongs to someone else (a provider callback).
+	OpenQuery bool
+	// RefusesCLISession answers a CLI session with 403: a copied CLI token must not mint longer-lived
+	// credentials (service keys).
+	RefusesCLISession bool
+	Scope             Scope
 	// NamespaceLock is the lock the path Namespace is read with (ScopeNamespace).
 	NamespaceLock store.RowLock
 	Permissions   []Permission
@@ -151,7 +161,7 @@ func (r *Route) errorStatuses() []int {
 	if r.Auth == auth.ModeAny || r.Auth == auth.ModeSession || r.Auth == auth.ModeAnonymous || r.Auth == auth.ModeSessionOptional {
 		statuses = append(statuses, http.StatusUnauthorized)
 	}
-	if r.Scope != ScopeNone || r.Auth == auth.ModeSession || r.SignInOrigin || r.Auth == auth.ModeAny {
+	if r.Scope != ScopeNone || r.Auth == auth.ModeSession || r.SignInOrigin || r.Auth == auth.ModeAny || r.ExactOrigin {
 		statuses = append(statuses, http.StatusForbidden)
 	}
 	if len(r.PathParams) > 0 || r.Scope == ScopeNamespace {
@@ -174,4 +184,12 @@ func (r *Route) errorStatuses() []int {
 func Routes() []*Route {
 	prepareRoutes()
 	return routeTable
+}
+
+// operationID is the route's OpenAPI operationId.
+func (r *Route) operationID() string {
+	if r.OperationID != "" {
+		return r.OperationID
+	}
+	return r.Action
 }

@@ -72,6 +72,9 @@ type Config struct {
 	Console http.Handler
 	// Version is the build version GET /healthz reports (occ version prints it).
 	Version string
+	// SignIn configures external sign-in, the recovery account, trusted proxies and CLI
+	// sessions; the zero value is password sign-in only.
+	SignIn SignIn
 }
 
 // Server is the HTTP API of one Installation.
@@ -89,7 +92,8 @@ type Server struct {
 	dummyHash    string
 	// hashSlots bounds concurrent argon2id work (about 19 MiB each) across all sign-ins and
 	// account creations, so parallel requests cannot exhaust memory.
-	hashSlots chan struct{}
+	hashSlots   chan struct{}
+	signInState *signInState
 }
 
 // maxConcurrentHashes bounds concurrent password hashing and verification.
@@ -144,19 +148,29 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	prepareRoutes()
-	cookies := auth.Cookies{Secure: strings.HasPrefix(cfg.AuthBaseURL, "https://")}
+	signInState, err := newSignInState(cfg.SignIn)
+	if err != nil {
+		return nil, err
+	}
+	cookies := auth.Cookies{Secure: strings.HasPrefix(cfg.AuthBaseURL, "https://"), HostOnly: signInState.external(),
+		Domain: cfg.SignIn.CookieDomain}
 	s := &Server{
 		cfg:          cfg,
 		pool:         cfg.Pool,
 		installation: inst,
-		admitter:     &auth.Admitter{InstallationID: inst.ID, Secret: []byte(cfg.AuthSecret), Cookies: cookies},
-		cookies:      cookies,
-		limiter:      auth.NewSignInLimiter(cfg.Now),
-		appender:     audit.NewAppender(inst.ID),
-		router:       newRouter(routeTable),
-		log:          cfg.Logger,
-		dummyHash:    dummy,
-		hashSlots:    make(chan struct{}, maxConcurrentHashes),
+		admitter: &auth.Admitter{InstallationID: inst.ID, Secret: []byte(cfg.AuthSecret), Cookies: cookies,
+			CLISessions: signInState.cfg.CLISessions, Providers: signInState.instances},
+		cookies:     cookies,
+		limiter:     auth.NewSignInLimiter(cfg.Now),
+		appender:    audit.NewAppender(inst.ID),
+		router:      newRouter(routeTable),
+		log:         cfg.Logger,
+		dummyHash:   dummy,
+		hashSlots:   make(chan struct{}, maxConcurrentHashes),
+		signInState: signInState,
+	}
+	if err := s.prepareSignIn(ctx); err != nil {
+		return nil, err
 	}
 	s.openapi, err = json.Marshal(OpenAPIDocument())
 	if err != nil {
@@ -184,6 +198,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	go s.sweepSignIn(ctx)
 	select {
 	case err := <-errc:
 		return err
@@ -273,15 +288,35 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 	}
 
 	cred, err := s.admitter.Admit(ctx, s.pool, r, route.Auth)
+	var ended *auth.SessionEndedError
+	if errors.As(err, &ended) {
+		if err := s.endSession(ctx, c, ended); err != nil {
+			return err
+		}
+		if route.Auth == auth.ModeSessionOptional {
+			err = nil
+		} else {
+			err = &auth.AdmissionError{Message: "The session ended: its sign-in provider is no longer configured."}
+		}
+	}
 	if err != nil {
 		var ae *auth.AdmissionError
-		if errors.As(err, &ae) {
+		if errors.As(err, &ae) && ae.Forbidden {
+			return platform.NewError(platform.CodeForbidden, ae.Message)
+		} else if errors.As(err, &ae) {
 			return platform.NewError(platform.CodeUnauthenticated, ae.Message)
 		}
 		return platform.Unavailable(err)
 	}
 	c.cred = cred
+	if route.RefusesCLISession && cred.Kind == auth.KindCLISession {
+		return platform.NewError(platform.CodeForbidden, "This operation requires a signed-in browser session or a service key.")
+	}
 	switch {
+	case route.ExactOrigin:
+		if auth.CheckOrigin(r.Header, s.cfg.AuthBaseURL, auth.OriginCookieUnsafe) != nil {
+			return platform.NewError(platform.CodeForbidden, "The request origin is not trusted.")
+		}
 	case route.SignInOrigin:
 		if auth.CheckOrigin(r.Header, s.cfg.AuthBaseURL, auth.OriginSignIn) != nil {
 			return platform.NewError(platform.CodeForbidden, "The request origin is not trusted.")
@@ -292,7 +327,9 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 		}
 	}
 
-	if c.query, perr = decodeQuery(r.URL.RawQuery, route.Query); perr != nil {
+	if route.OpenQuery {
+		c.query = map[string]string{}
+	} else if c.query, perr = decodeQuery(r.URL.RawQuery, route.Query); perr != nil {
 		return perr
 	}
 	if c.body, perr = decodeBody(route.Body, body); perr != nil {
@@ -395,6 +432,9 @@ func errorClass(err error) string {
 // trusted bridge CIDR are admitted.
 func (s *Server) checkNetwork(r *http.Request) error {
 	if s.cfg.Mode == settings.Production {
+		if auth.ForwardedHeaderTrusted(s.cfg.SignIn.TrustedProxy, r) {
+			return nil
+		}
 		for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip"} {
 			if _, present := r.Header[h]; present {
 				return platform.NewError(platform.CodeForbidden, "Forwarded headers are not accepted without a trusted proxy.")
@@ -454,6 +494,12 @@ func setJSONHeaders(w http.ResponseWriter) {
 func (s *Server) writeSuccess(w http.ResponseWriter, c *call) {
 	for _, ck := range c.cookies {
 		http.SetCookie(w, ck)
+	}
+	if c.redirect != "" {
+		w.Header().Set("Location", c.redirect)
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusFound)
+		return
 	}
 	status := c.status
 	if status == 0 {

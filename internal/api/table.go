@@ -209,7 +209,7 @@ var (
 
 func listOf(s *Schema) *Schema { return arrayOf(s, 0, 0) }
 
-var routeTable = append([]*Route{
+var routeTable = append(append([]*Route{
 	{
 		Method: http.MethodGet, Path: "/healthz", Action: ActionHealthLive, Tag: "health",
 		Summary: "Liveness: the process is up, and its build version.", Auth: auth.ModePublic,
@@ -263,7 +263,7 @@ var routeTable = append([]*Route{
 		Description: "The key is in the response only. Caller: a browser session or an Installation-scoped key.",
 		Auth:        auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
 		Coverage: "The caller must hold every grant of the target ServicePrincipal (identity coverage).",
-		Body:     serviceKeyBody, Conflict: true, Tx: TxWrite,
+		Body:     serviceKeyBody, Conflict: true, Tx: TxWrite, RefusesCLISession: true,
 		Success: http.StatusCreated, Response: serviceKeySchema, Handler: (*Server).issueServiceKey,
 	},
 	{
@@ -271,7 +271,7 @@ var routeTable = append([]*Route{
 		Summary: "Revoke a service key at once.",
 		Auth:    auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
 		Coverage:   "The caller must hold every grant of the key's ServicePrincipal (identity coverage).",
-		PathParams: map[string]*Schema{"keyId": opaqueParam}, Tx: TxWrite,
+		PathParams: map[string]*Schema{"keyId": opaqueParam}, Tx: TxWrite, RefusesCLISession: true,
 		Success: http.StatusOK, Response: object(required("id", opaqueID()), required("revoked", boolean())),
 		Handler: (*Server).revokeServiceKey,
 	},
@@ -407,7 +407,7 @@ var routeTable = append([]*Route{
 		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam, "servicePrincipalId": opaqueParam}, Tx: TxRead,
 		Success: http.StatusOK, Response: servicePrincipalSchema, Handler: (*Server).getServicePrincipal,
 	},
-}, resourceRoutes...)
+}, resourceRoutes...), signInRoutes...)
 
 // prepareRoutes compiles the table's schemas once (patterns, format checks).
 var prepareRoutes = sync.OnceFunc(func() {

@@ -34,22 +34,41 @@ const (
 	KindNone Kind = iota
 	KindServiceKey
 	KindSession
+	// KindCLISession is a person's CLI session (occ login): their own Principal, optionally
+	// pinned to one Namespace.
+	KindCLISession
 )
 
-// Credential is an admitted request's credential. Exactly one of Key and Session is meaningful,
-// as Kind says.
+// Credential is an admitted request's credential. Exactly one of Key, Session and CLI is
+// meaningful, as Kind says.
 type Credential struct {
 	Kind    Kind
 	Key     store.ServiceKey
 	Session store.Session
+	CLI     store.CLISession
 }
 
-// NamespaceScope is the Namespace a credential is confined to (a Namespace-scoped key), or nil.
+// NamespaceScope is the Namespace a credential is confined to (a Namespace-scoped key or a
+// pinned CLI session), or nil.
 func (c Credential) NamespaceScope() *string {
-	if c.Kind == KindServiceKey {
+	switch c.Kind {
+	case KindServiceKey:
 		return c.Key.NamespaceID
+	case KindCLISession:
+		return c.CLI.NamespaceID
 	}
 	return nil
+}
+
+// Human reports whether the credential admits a person (a browser or a CLI session).
+func (c Credential) Human() bool { return c.Kind == KindSession || c.Kind == KindCLISession }
+
+// Account is the person of a human credential.
+func (c Credential) Account() store.Account {
+	if c.Kind == KindCLISession {
+		return c.CLI.Account
+	}
+	return c.Session.Account
 }
 
 // IdentityLookup is the IAM identity lookup of the credential (api-iam §3.1): the human
@@ -58,8 +77,8 @@ func (c Credential) IdentityLookup(installationID string) iam.IdentityLookup {
 	switch c.Kind {
 	case KindServiceKey:
 		return iam.IdentityLookup{ServicePrincipalID: c.Key.ServicePrincipalID, NamespaceID: c.Key.NamespaceID}
-	case KindSession:
-		return iam.IdentityLookup{Issuer: Issuer(installationID), Subject: c.Session.Account.ID}
+	case KindSession, KindCLISession:
+		return iam.IdentityLookup{Issuer: Issuer(installationID), Subject: c.Account().ID}
 	}
 	return iam.IdentityLookup{}
 }
@@ -69,14 +88,28 @@ func Issuer(installationID string) string {
 	return "occ:installation:" + installationID + ":better-auth"
 }
 
-// AdmissionError is a refused credential (401). Message is client-safe.
+// AdmissionError is a refused credential (401, or 403 when Forbidden: a valid credential of a kind
+// the route refuses). Message is client-safe.
 type AdmissionError struct {
-	Message string
+	Message   string
+	Forbidden bool
 }
 
 func (e *AdmissionError) Error() string { return "auth: " + e.Message }
 
 func refuse(message string) error { return &AdmissionError{Message: message} }
+
+// SessionEndedError is a session whose external provider instance is no longer configured: the
+// caller ends it (once, audited as PROVIDER_NOT_CONFIGURED) and treats the request as
+// unauthenticated.
+type SessionEndedError struct {
+	SessionID string
+	Account   store.Account
+}
+
+func (e *SessionEndedError) Error() string {
+	return "auth: the session's sign-in provider is not configured"
+}
 
 // Admission messages.
 const (
@@ -86,6 +119,9 @@ const (
 	msgSessionInvalid      = "The session is invalid, expired or ended."
 	msgSessionKeyMismatch  = "The x-occ-session-key header does not match the session."
 	msgRequired            = "Authentication is required."
+	msgCLIInvalid          = "The CLI session is invalid, expired or ended. Run occ login again."
+	msgOneCredential       = "Send one credential: a service key or a CLI session, not both."
+	msgBrowserOnly         = "This operation requires a signed-in browser session."
 )
 
 // Admitter admits requests of one Installation.
@@ -93,6 +129,11 @@ type Admitter struct {
 	InstallationID string
 	Secret         []byte
 	Cookies        Cookies
+	// CLISessions admits x-occ-cli-session (OCC_AUTH_CLI_SESSIONS); disabled, every one is 401.
+	CLISessions bool
+	// Providers holds the configured external provider instances: a session signed in with any
+	// other instance has ended.
+	Providers map[string]bool
 }
 
 // Admit applies the credential precedence of api-iam §4.1 for a route admitting mode:
@@ -112,6 +153,9 @@ func (a *Admitter) Admit(ctx context.Context, db store.DBTX, r *http.Request, mo
 	}
 	if mode == ModeAnonymous {
 		return Credential{}, nil
+	}
+	if tokens, present := r.Header[http.CanonicalHeaderKey(CLISessionHeader)]; present {
+		return a.admitCLISession(ctx, db, r, mode, tokens)
 	}
 	if keys, present := r.Header[http.CanonicalHeaderKey(APIKeyHeader)]; present && mode != ModeSessionOptional {
 		if mode == ModeSession {
@@ -163,10 +207,37 @@ func (a *Admitter) Admit(ctx context.Context, db store.DBTX, r *http.Request, mo
 	} else if err != nil {
 		return Credential{}, err
 	}
+	if session.ProviderID != nil && !a.Providers[*session.ProviderID] {
+		return Credential{}, &SessionEndedError{SessionID: session.ID, Account: session.Account}
+	}
 	if presented, present := r.Header[http.CanonicalHeaderKey(SessionKeyHeader)]; present {
 		if len(presented) != 1 || !wellFormedToken(presented[0]) || !sessionKeyMatches(a.Secret, session.ID, presented[0]) {
 			return Credential{}, refuse(msgSessionKeyMismatch)
 		}
 	}
 	return Credential{Kind: KindSession, Session: session}, nil
+}
+
+// admitCLISession admits x-occ-cli-session: never on browser-only routes (403), never together
+// with a service key, never falling back to the cookie.
+func (a *Admitter) admitCLISession(ctx context.Context, db store.DBTX, r *http.Request, mode Mode, tokens []string) (Credential, error) {
+	if mode == ModeSession || mode == ModeSessionOptional {
+		return Credential{}, &AdmissionError{Message: msgBrowserOnly, Forbidden: true}
+	}
+	if _, present := r.Header[http.CanonicalHeaderKey(APIKeyHeader)]; present {
+		return Credential{}, refuse(msgOneCredential)
+	}
+	if !a.CLISessions || len(tokens) != 1 || !WellFormedCLIToken(tokens[0]) {
+		return Credential{}, refuse(msgCLIInvalid)
+	}
+	s, err := store.GetLiveCLISession(ctx, db, HashToken(tokens[0]))
+	if errors.Is(err, store.ErrNotFound) {
+		return Credential{}, refuse(msgCLIInvalid)
+	} else if err != nil {
+		return Credential{}, err
+	}
+	if s.ParentProviderID != nil && !a.Providers[*s.ParentProviderID] {
+		return Credential{}, &SessionEndedError{SessionID: s.ParentSessionID, Account: s.Account}
+	}
+	return Credential{Kind: KindCLISession, CLI: s}, nil
 }

@@ -105,6 +105,7 @@ func runAPI(ctx context.Context, env Env) error {
 		Configurations:           configurations,
 		Secrets:                  secrets,
 		Version:                  env.Version,
+		SignIn:                   signInConfig(cfg),
 	}
 	if cfg.Metrics.Enabled {
 		m, err := metrics.StartAPI(ctx, cfg.Metrics.ListenAddress(), log)
@@ -123,6 +124,8 @@ func runAPI(ctx context.Context, env Env) error {
 		switch {
 		case errors.Is(err, api.ErrNotBootstrapped):
 			return fail(codeStartupFailed, "The Installation is not bootstrapped. Run occ bootstrap first.")
+		case errors.Is(err, api.ErrRecoveryAccountInvalid):
+			return fail(codeStartupFailed, "OCC_AUTH_GITHUB_RECOVERY_USER_ID must name a local-password Installation administrator.")
 		case errors.As(err, &pgErr):
 			return fail(codeStartupFailed, "PostgreSQL refused the startup checks. Is the schema migrated?")
 		default:

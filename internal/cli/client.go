@@ -122,7 +122,7 @@ func newClientSession(env Env, cmd *cobra.Command, needNamespace bool) (*clientS
 		return nil, err
 	}
 	if s.creds == nil {
-		where := "pass --service-key-file or set OCC_SERVICE_KEY_FILE"
+		where := "pass --service-key-file, set OCC_SERVICE_KEY_FILE, run occ login"
 		if s.contextName != "" {
 			where += ", or add one to the context " + s.contextName + " (occ config set-context " + s.contextName + " --service-key-file FILE)"
 		} else {
@@ -184,11 +184,27 @@ func newUnauthenticatedSession(env Env, cmd *cobra.Command) (*clientSession, err
 			return nil, usageError(env, "context %s: %v", selected.Name, err)
 		}
 	}
+	// Without a service key, the session occ login stored for this origin.
+	var pinned string
+	if s.creds == nil {
+		stored, err := loadSession(env, s.base)
+		if err != nil {
+			return nil, usageError(env, "%v", err)
+		}
+		if stored != nil {
+			s.creds = &cliSessionCredentials{stored: *stored}
+			if stored.NamespaceID != nil {
+				pinned = *stored.NamespaceID // a pinned session acts in its Namespace only
+			}
+		}
+	}
 
 	if ns, given := setting(env, cmd, "namespace", "OCC_NAMESPACE"); given {
 		s.namespaceRef = ns
-	} else {
+	} else if selected.Namespace != "" {
 		s.namespaceRef = selected.Namespace
+	} else {
+		s.namespaceRef = pinned
 	}
 
 	transport := http.DefaultTransport.(*http.Transport).Clone()

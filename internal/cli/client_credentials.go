@@ -13,9 +13,8 @@ import (
 	"github.com/openclaw/occ/internal/platform"
 )
 
-// credentials authenticate the client's requests. Today they are a service key file; a session
-// of occ login (sign-in support) becomes a second implementation, selected by the context's
-// credentials.session.
+// credentials authenticate the client's requests: a service key file, or the session occ login
+// stored for the origin (used when no key file is given by flag, environment or context).
 type credentials interface {
 	// apply adds the credential to a request.
 	apply(req *http.Request)
@@ -107,8 +106,8 @@ func readServiceKey(path string) (serviceKeyDocument, error) {
 	return doc, nil
 }
 
-// contextCredentials are the credentials of a context in the config file: exactly one kind.
-// Today: serviceKeyFile. occ login (sign-in support) adds session, stored next to it.
+// contextCredentials are the credentials of a context in the config file. A context without
+// them uses the session occ login stored for its URL, kept in its own file per origin.
 type contextCredentials struct {
 	// ServiceKeyFile is the path of a service key issuance file (absolute).
 	ServiceKeyFile string `json:"serviceKeyFile,omitempty"`
@@ -134,4 +133,23 @@ func (c contextCredentials) summary() string {
 		return "service-key-file " + c.ServiceKeyFile
 	}
 	return ""
+}
+
+// cliSessionCredentials send the token of a stored occ login session.
+type cliSessionCredentials struct {
+	stored storedSession
+}
+
+func (c *cliSessionCredentials) apply(req *http.Request) { req.Header.Set(cliSessionHeader, c.stored.Token) }
+
+func (c *cliSessionCredentials) describe() credentialInfo {
+	info := credentialInfo{Kind: "cli-session", ID: c.stored.SessionID, Name: c.stored.Email, ExpiresAt: c.stored.ExpiresAt}
+	if c.stored.NamespaceID != nil {
+		info.NamespaceID = *c.stored.NamespaceID
+	}
+	return info
+}
+
+func (c *cliSessionCredentials) unauthorizedHint(*clientSession) string {
+	return "the CLI session stored for this origin has ended (expired, signed out or revoked). Run occ login again."
 }

@@ -55,6 +55,7 @@ func NewRoot(env Env) *cobra.Command {
 	root.AddCommand(newAgentCommand(env))
 	root.AddCommand(newAuditCommand(env), newAccountCommand(env), newWhoamiCommand(env), newConfigCommand(env))
 	root.AddCommand(newProbeCommand(env))
+	root.AddCommand(newLoginCommand(env), newLogoutCommand(env), newAuthCommand(env))
 	root.InitDefaultCompletionCmd()
 	refuseUnknownSubcommands(root)
 	return root

@@ -23,9 +23,13 @@ var excludedRoutes = []string{"/healthz", "/readyz", "/metrics"}
 
 // APIMetrics holds the API families. Its methods are safe for concurrent use.
 type APIMetrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	unmatched *prometheus.CounterVec
 }
+
+// signInProviders are the provider label values of occ_sign_in_unmatched_callbacks_total.
+var signInProviders = []string{"github", "google", "oidc"}
 
 // NewAPIMetrics registers the API families on reg (a NewRegistry(ServiceAPI) registry), labelled
 // service="api".
@@ -41,8 +45,23 @@ func NewAPIMetrics(reg prometheus.Registerer) *APIMetrics {
 			Buckets: httpBuckets,
 		}, []string{"route", "method"}),
 	}
-	withService(reg, ServiceAPI).MustRegister(m.requests, m.duration)
+	m.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "occ_sign_in_unmatched_callbacks_total",
+		Help: "External sign-in callbacks that matched no pending attempt (never audited: their sender is unauthenticated).",
+	}, []string{"provider"})
+	for _, p := range signInProviders {
+		m.unmatched.WithLabelValues(p)
+	}
+	withService(reg, ServiceAPI).MustRegister(m.requests, m.duration, m.unmatched)
 	return m
+}
+
+// ObserveUnmatchedCallback counts one unmatched sign-in callback of provider (github, google or
+// oidc; anything else is not counted).
+func (m *APIMetrics) ObserveUnmatchedCallback(provider string) {
+	if slices.Contains(signInProviders, provider) {
+		m.unmatched.WithLabelValues(provider).Inc()
+	}
 }
 
 // ObserveRequest records one completed request. route is the matched route template ("" or

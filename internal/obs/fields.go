@@ -117,6 +117,7 @@ var allowedFields = map[string]rule{
 	"route":           ruleRoute,
 	"sandboxDriverId": ruleScalar,
 	"signal":          ruleScalar,
+	"skippedUserIds":  ruleScalar,
 	"stage":           ruleScalar,
 	"status":          ruleScalar,
 	"step":            ruleScalar,

@@ -29,6 +29,12 @@ const (
 	CodeNotImplemented         = "NOT_IMPLEMENTED"
 	CodeDependencyUnavailable  = "DEPENDENCY_UNAVAILABLE"
 	CodeUnknownOutcome         = "UNKNOWN_OUTCOME"
+	// The answers of the `occ login` token exchange (RFC 8628 device flow errors, upper-cased).
+	CodeAuthorizationPending = "AUTHORIZATION_PENDING"
+	CodeSlowDown             = "SLOW_DOWN"
+	CodeAccessDenied         = "ACCESS_DENIED"
+	CodeExpiredToken         = "EXPIRED_TOKEN"
+	CodeCLISessionLimit      = "CLI_SESSION_LIMIT"
 )
 
 // Detail codes of an error's details (api-iam §1.1; the vocabulary lives in obs).
@@ -73,6 +79,11 @@ var statusByCode = map[string]int{
 	CodeNotImplemented:         http.StatusNotImplemented,
 	CodeDependencyUnavailable:  http.StatusServiceUnavailable,
 	CodeUnknownOutcome:         http.StatusServiceUnavailable,
+	CodeAuthorizationPending:   http.StatusBadRequest,
+	CodeSlowDown:               http.StatusBadRequest,
+	CodeAccessDenied:           http.StatusBadRequest,
+	CodeExpiredToken:           http.StatusBadRequest,
+	CodeCLISessionLimit:        http.StatusConflict,
 }
 
 // Codes returns every error code the API answers with, in a stable order.
@@ -82,6 +93,7 @@ func Codes() []string {
 		CodeInstallationExists, CodeResourceConflict, CodeAgentDeleting, CodeNamespaceNotReady,
 		CodeNamespaceNotEmpty, CodeHarnessAuthUnsupported, CodePayloadTooLarge, CodeUnsupportedMediaType, CodeRateLimited,
 		CodeInternalError, CodeNotImplemented, CodeDependencyUnavailable, CodeUnknownOutcome,
+		CodeAuthorizationPending, CodeSlowDown, CodeAccessDenied, CodeExpiredToken, CodeCLISessionLimit,
 	}
 }
 

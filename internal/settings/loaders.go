@@ -183,6 +183,8 @@ type API struct {
 	DevelopmentSecretRoot string
 	// Metrics is the optional private metrics listener.
 	Metrics Metrics
+	// SignIn is how people sign in: external providers, recovery, proxies, CLI sessions.
+	SignIn SignIn
 }
 
 // LoadAPI reads the settings of `occ api`.
@@ -201,6 +203,7 @@ func LoadAPI(lookup Lookup) (API, error) {
 	a.DevelopmentConfigurationRoot = r.absolutePath("OCC_DEVELOPMENT_CONFIGURATION_ROOT", "")
 	a.DevelopmentSecretRoot = r.absolutePath("OCC_DEVELOPMENT_SECRET_ROOT", "")
 	a.Metrics = r.metrics(a.Mode, a.Port)
+	a.SignIn = r.signIn(a.Mode, a.AuthBaseURL)
 	if r.err != nil {
 		return API{}, r.err
 	}
@@ -223,6 +226,7 @@ func (a API) format(goSyntax bool) string {
 	c := plain(a)
 	c.DatabaseURL = redact(c.DatabaseURL)
 	c.AuthSecret = redact(c.AuthSecret)
+	c.SignIn = c.SignIn.redacted()
 	return formatRedacted(goSyntax, c)
 }
 

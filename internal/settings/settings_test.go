@@ -618,7 +618,7 @@ func TestAPIDefaults(t *testing.T) {
 	want := API{
 		Mode: Development, Host: "127.0.0.1", Port: 3000, DatabaseURL: testDBURL, DatabasePoolMax: 10,
 		AuthSecret:  "openclaw-development-auth-secret-minimum-32-bytes",
-		AuthBaseURL: "http://127.0.0.1:3000",
+		AuthBaseURL: "http://127.0.0.1:3000", SignIn: defaultSignIn,
 	}
 	if a != want {
 		t.Fatalf("got  %#v\nwant %#v", plainAPI(a), plainAPI(want))
@@ -651,7 +651,7 @@ func TestAPIValues(t *testing.T) {
 				Mode: Production, Host: testProdHost, Port: 8080, DatabaseURL: testDBURL, DatabasePoolMax: 25,
 				ConfigPath: testConfig, AuthSecret: testSecret, AuthBaseURL: testProdBase,
 				DevelopmentConfigurationRoot: "/var/lib/occ/configurations", DevelopmentSecretRoot: "/var/lib/occ/secrets",
-				Metrics: Metrics{Enabled: true, Host: "10.1.2.3", Port: 9464},
+				Metrics: Metrics{Enabled: true, Host: "10.1.2.3", Port: 9464}, SignIn: defaultSignIn,
 			}
 			if a != want {
 				t.Fatalf("got  %+v\nwant %+v", plainAPI(a), plainAPI(want))
@@ -1052,6 +1052,9 @@ func TestVariablesDefaults(t *testing.T) {
 		"OPENCLAW_DEV_EMAIL":                b.AdminEmail,
 		"OPENCLAW_DEV_PASSWORD":             b.DevPassword,
 		"OPENCLAW_DEV_INSTALLATION_NAME":    b.InstallationName,
+	}
+	for k, v := range signInDefaults(a.SignIn) {
+		actual[k] = v
 	}
 	if b.AuthSecret != a.AuthSecret || b.AuthBaseURL != a.AuthBaseURL {
 		t.Errorf("bootstrap and api development defaults differ")

@@ -116,6 +116,102 @@ var Variables = []VariableDoc{
 			"api normalizes IPv4 spellings such as 127.1, bootstrap refuses them",
 	},
 	{
+		Name: "OCC_AUTH_GITHUB_CLIENT_ID", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "GitHub App client id (not the App id), one token without spaces; set with OCC_AUTH_GITHUB_CLIENT_SECRET and OCC_AUTH_GITHUB_RECOVERY_USER_ID, or none of them; it selects the provider instance",
+	},
+	{
+		Name: "OCC_AUTH_GITHUB_CLIENT_SECRET", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "the GitHub App's client secret; set with OCC_AUTH_GITHUB_CLIENT_ID",
+	},
+	{
+		Name: "OCC_AUTH_GITHUB_ALLOWED_ORGS", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "comma-separated GitHub organization logins (lowercased); needs OCC_AUTH_GITHUB_CLIENT_ID; with OCC_AUTH_GITHUB_ALLOWED_TEAMS at most 10 entries; when either is set only active members may sign in with GitHub",
+	},
+	{
+		Name: "OCC_AUTH_GITHUB_ALLOWED_TEAMS", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "comma-separated org/team-slug entries (lowercased); needs OCC_AUTH_GITHUB_CLIENT_ID; at most 10 entries with OCC_AUTH_GITHUB_ALLOWED_ORGS",
+	},
+	{
+		Name: "OCC_AUTH_GITHUB_RECOVERY_USER_ID", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "account id (usr_…) of a local-password Installation administrator; required exactly when GitHub, Google or OIDC sign-in is configured; seeds the recovery account on first start",
+	},
+	{
+		Name: "OCC_AUTH_PASSWORD_SIGN_IN", Processes: onlyAPI, Requirement: Optional, Default: PasswordSignInAll, Code: CodeConfigEnvInvalid,
+		Rule: "all or recovery-only (only the recovery account signs in with a password); recovery-only requires GitHub, Google or OIDC sign-in",
+	},
+	{
+		Name: "OCC_AUTH_GOOGLE_CLIENT_ID", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "Google OAuth web client id, one token without spaces; set with OCC_AUTH_GOOGLE_CLIENT_SECRET and OCC_AUTH_GITHUB_RECOVERY_USER_ID, or none of them",
+	},
+	{
+		Name: "OCC_AUTH_GOOGLE_CLIENT_SECRET", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "the Google client's secret; set with OCC_AUTH_GOOGLE_CLIENT_ID",
+	},
+	{
+		Name: "OCC_AUTH_GOOGLE_ALLOWED_DOMAINS", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "comma-separated DNS domain names (lowercased); needs OCC_AUTH_GOOGLE_CLIENT_ID; when set the ID token's hd must be one of them and email_verified true",
+	},
+	{
+		Name: "OCC_AUTH_OIDC_ISSUER", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "the exact iss of the ID tokens: an https URL (http only on a loopback host), no credentials, query or fragment; with the client id, OCC_AUTH_OIDC_CLIENT_SECRET and OCC_AUTH_GITHUB_RECOVERY_USER_ID enables OIDC sign-in",
+	},
+	{
+		Name: "OCC_AUTH_OIDC_AUTHORIZATION_URL", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "the authorization endpoint, with the issuer's scheme, host and port; set the three URLs together, or none to discover them from the issuer",
+	},
+	{
+		Name: "OCC_AUTH_OIDC_TOKEN_URL", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "the token endpoint, with the issuer's scheme, host and port; set with OCC_AUTH_OIDC_AUTHORIZATION_URL",
+	},
+	{
+		Name: "OCC_AUTH_OIDC_JWKS_URL", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "the JWKS URL, with the issuer's scheme, host and port; set with OCC_AUTH_OIDC_AUTHORIZATION_URL",
+	},
+	{
+		Name: "OCC_AUTH_OIDC_CLIENT_ID", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "the OIDC client id, one token without spaces; with the issuer it selects the provider instance",
+	},
+	{
+		Name: "OCC_AUTH_OIDC_CLIENT_SECRET", Processes: onlyAPI, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "the OIDC client's secret; set with OCC_AUTH_OIDC_CLIENT_ID",
+	},
+	{
+		Name: "OCC_AUTH_OIDC_TOKEN_AUTH", Processes: onlyAPI, Requirement: Optional, Default: TokenAuthClientSecretPost, Code: CodeConfigEnvInvalid,
+		Rule: "client_secret_post or client_secret_basic; needs OCC_AUTH_OIDC_ISSUER",
+	},
+	{
+		Name: "OCC_AUTH_OIDC_DISPLAY_NAME", Processes: onlyAPI, Requirement: Optional, Default: DefaultOIDCDisplayName, Code: CodeConfigEnvInvalid,
+		Rule: "the console button label, 1..40 printable characters; needs OCC_AUTH_OIDC_ISSUER",
+	},
+	{
+		Name: "OCC_AUTH_TRUSTED_PROXY_CIDRS", Processes: onlyAPI, Modes: onlyProd, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "comma-separated IPv4 or IPv6 CIDRs (a bare address is one host; IPv4-mapped IPv6 counts as IPv4), none covering every IPv4 or IPv6 address; peers inside them may report the client address",
+	},
+	{
+		Name: "OCC_AUTH_TRUSTED_PROXY_PRESET", Processes: onlyAPI, Modes: onlyProd, Requirement: Optional, Default: ProxyPresetIngressNginx, Code: CodeConfigEnvInvalid,
+		Rule: "ingress-nginx or aws (both read x-forwarded-for) or generic; needs OCC_AUTH_TRUSTED_PROXY_CIDRS",
+	},
+	{
+		Name: "OCC_AUTH_CLIENT_IP_HEADER", Processes: onlyAPI, Modes: onlyProd, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "lowercase header name of at most 64 characters carrying the client address; required by generic, x-forwarded-for only with a named preset; never a credential, cookie, host, origin or forwarded header",
+	},
+	{
+		Name: "OCC_AUTH_CLI_SESSIONS", Processes: onlyAPI, Requirement: Optional, Default: "enabled", Code: CodeConfigEnvInvalid,
+		Rule: "enabled or disabled; disabled: occ login answers 404 and existing CLI sessions 401",
+	},
+	{
+		Name: "OCC_AUTH_CLI_SESSION_MAX_LIFETIME_SECONDS", Processes: onlyAPI, Requirement: Optional, Default: "28800", Code: CodeConfigEnvInvalid,
+		Rule: "decimal 900..28800; caps every new CLI session, which also never outlives its approving browser session",
+	},
+	{
+		Name: "OCC_AGENT_NATIVE_ADMIN_ENABLED", Processes: onlyAPI, Requirement: Optional, Default: "false", Code: CodeConfigEnvInvalid,
+		Rule: "exactly true or false; true scopes the session cookie to OCC_AUTH_COOKIE_DOMAIN and, with GitHub, Google or OIDC sign-in, fails with EXTERNAL_SIGN_IN_NATIVE_ADMIN_UNSUPPORTED",
+	},
+	{
+		Name: "OCC_AUTH_COOKIE_DOMAIN", Processes: onlyAPI, Requirement: Optional, Code: CodeAuthBaseURLInvalid,
+		Rule: "required with OCC_AGENT_NATIVE_ADMIN_ENABLED=true and unset otherwise: a lowercase DNS name, not a public suffix, equal to or a parent of the OCC_AUTH_BASE_URL host, with an https base URL",
+	},
+	{
 		Name: "OCC_DEVELOPMENT_CONFIGURATION_ROOT", Processes: apiAndWorker, Requirement: Optional, Code: CodeConfigEnvInvalid,
 		Rule: "absolute path of the filesystem Configuration root",
 	},

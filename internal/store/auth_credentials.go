@@ -17,6 +17,8 @@ type Session struct {
 	ID        string
 	ExpiresAt time.Time
 	Account   Account
+	// ProviderID is the provider instance of an external sign-in; nil for a password session.
+	ProviderID *string
 }
 
 // InsertSession stores a new session for accountID that ends lifetime after the transaction's
@@ -34,10 +36,10 @@ RETURNING expires_at`, id, tokenHash, accountID, lifetime.Seconds()).Scan(&expir
 func GetLiveSession(ctx context.Context, db DBTX, tokenHash []byte) (Session, error) {
 	var s Session
 	err := db.QueryRow(ctx, `
-SELECT s.id, s.expires_at, a.id, a.email, a.name, a.principal_id, a.disabled
+SELECT s.id, s.expires_at, a.id, a.email, a.name, a.principal_id, a.disabled, s.provider_id
   FROM occ.sessions s JOIN occ.accounts a ON a.id = s.account_id
  WHERE s.token_hash = $1 AND s.expires_at > clock_timestamp() AND NOT a.disabled`, tokenHash).
-		Scan(&s.ID, &s.ExpiresAt, &s.Account.ID, &s.Account.Email, &s.Account.Name, &s.Account.PrincipalID, &s.Account.Disabled)
+		Scan(&s.ID, &s.ExpiresAt, &s.Account.ID, &s.Account.Email, &s.Account.Name, &s.Account.PrincipalID, &s.Account.Disabled, &s.ProviderID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Session{}, ErrNotFound
 	}

@@ -28,6 +28,13 @@ GRANT SELECT, INSERT ON occ.password_credentials TO {{app_role}};
 GRANT UPDATE (password_hash, changed_at) ON occ.password_credentials TO {{app_role}};
 GRANT SELECT, INSERT, DELETE ON occ.sessions TO {{app_role}};
 GRANT SELECT, INSERT, DELETE ON occ.service_keys TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.account_identities, occ.recovery_accounts TO {{app_role}};
+GRANT UPDATE (account_id, changed_at) ON occ.recovery_accounts TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.sign_in_attempts, occ.sign_in_receipts TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.cli_device_authorizations, occ.cli_sessions TO {{app_role}};
+GRANT UPDATE (state, account_id, parent_session_id, decided_at, last_polled_at) ON occ.cli_device_authorizations TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.rate_limits TO {{app_role}};
+GRANT UPDATE (hits) ON occ.rate_limits TO {{app_role}};
 
 GRANT SELECT, INSERT, DELETE ON occ.configurations TO {{app_role}};
 GRANT UPDATE (generation, secret_bindings, updated_at) ON occ.configurations TO {{app_role}};
