@@ -140,7 +140,9 @@ type cliSessionCredentials struct {
 	stored storedSession
 }
 
-func (c *cliSessionCredentials) apply(req *http.Request) { req.Header.Set(cliSessionHeader, c.stored.Token) }
+func (c *cliSessionCredentials) apply(req *http.Request) {
+	req.Header.Set(cliSessionHeader, c.stored.Token)
+}
 
 func (c *cliSessionCredentials) describe() credentialInfo {
 	info := credentialInfo{Kind: "cli-session", ID: c.stored.SessionID, Name: c.stored.Email, ExpiresAt: c.stored.ExpiresAt}
