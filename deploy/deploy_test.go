@@ -72,7 +72,3 @@ func TestComposeServices(t *testing.T) {
 		}
 	}
 }
-
-// --- chart rendering ---------------------------------------------------------------------------
-
-const chartDir = "helm/occ"

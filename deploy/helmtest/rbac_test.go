@@ -3,6 +3,7 @@ package helmtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/drivertest"
 	"github.com/openclaw/occ/internal/driver/kubernetes"
 	"github.com/openclaw/occ/internal/testkit/kubetest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 // rbacNamespace is the release namespace of the RBAC test (the dry-run test stores nothing).
@@ -179,19 +181,19 @@ runtime: {gatewayStorageClassName: standard}
 	return cfg
 }
 
+// poll repeats cond until it reports done; a failure names the last error.
 func poll(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	wait.NoError(t, wait.Long, what, func() error {
 		ok, err := cond()
-		if ok {
-			return
+		switch {
+		case ok:
+			return nil
+		case err == nil:
+			return errors.New("not done")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after 90s: %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func errorOf(err error, obs driver.NamespaceObservation) error {

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -440,19 +442,17 @@ func TestListenerLimitsConnections(t *testing.T) {
 	}
 	// Once the server has seen the closes, slots are free again; retry until it has.
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.NoError(t, wait.Short, "a slot to come free", func() error {
 		resp, err := client.Get("http://" + addr + "/metrics")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no slot came free: %v", err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
 		}
-	}
+		return nil
+	})
 }
 
 func isReset(err error) bool {
@@ -490,17 +490,13 @@ func TestWorkerGaugesFromPostgres(t *testing.T) {
 
 	// The Agent lifecycle counts come from a background refresh that the first scrape starts.
 	var r response
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.Eventually(t, wait.Short, "the first Agent lifecycle count", func() bool {
 		r = get(t, "http://"+w.Addr()+"/metrics")
 		if r.status != http.StatusOK {
 			t.Fatalf("status %d", r.status)
 		}
-		if hasSample(r.body, `occ_agents{lifecycle_state="draft",service="worker"} 1`) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return hasSample(r.body, `occ_agents{lifecycle_state="draft",service="worker"} 1`)
+	})
 	for _, want := range []string{
 		`occ_work_pending{service="worker"} 1`,
 		`occ_agents{lifecycle_state="draft",service="worker"} 1`,

@@ -125,7 +125,7 @@ func TestWorkBacklogLifecycleStates(t *testing.T) {
 	w.deploy(a, r[0], "queued", "")
 	expect("deploying")
 
-	a, r = w.agent(1) // deployment admitted, work not written yet (provisioning)
+	a, _ = w.agent(1) // deployment admitted, work not written yet (provisioning)
 	w.set(a, "running", "active", nil)
 	expect("deploying")
 

@@ -229,7 +229,7 @@ func findBinaries(withKCM bool) (string, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return "", fmt.Errorf("Kubernetes test binaries missing in %s: %s; run `make kube-bin` "+
+		return "", fmt.Errorf("the Kubernetes test binaries are missing in %s: %s; run `make kube-bin` "+
 			"(tools/kube/build.sh, about 10 minutes the first time) or set OCC_KUBE_BIN to a directory holding them",
 			dir, strings.Join(missing, ", "))
 	}
