@@ -3,7 +3,6 @@ package helmtest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -54,7 +53,7 @@ func TestChartRBACIsEnoughForTheDrivers(t *testing.T) {
 		}
 	}
 	ns := drivertest.NewNamespace()
-	poll(t, "namespace ready", func() (bool, error) {
+	wait.Until(t, wait.Long, "namespace ready", func() (bool, error) {
 		obs, err := compute.EnsureNamespace(ctx, ns)
 		if err != nil || obs.Failure != "" {
 			return false, errorOf(err, obs)
@@ -100,7 +99,7 @@ func TestChartRBACIsEnoughForTheDrivers(t *testing.T) {
 	}
 
 	rev := drivertest.NewRevision(compute, ns.ID)
-	poll(t, "revision ready", func() (bool, error) {
+	wait.Until(t, wait.Long, "revision ready", func() (bool, error) {
 		r, err := compute.PrepareRevision(ctx, rev, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}})
 		return r.Ready, err
 	})
@@ -124,7 +123,7 @@ func TestChartRBACIsEnoughForTheDrivers(t *testing.T) {
 	if err := secrets.Delete(ctx, stored); err != nil {
 		t.Fatalf("secret delete: %v", err)
 	}
-	poll(t, "namespace deleted", func() (bool, error) {
+	wait.Until(t, wait.Long, "namespace deleted", func() (bool, error) {
 		obs, err := compute.DeleteNamespace(ctx, ns)
 		if err != nil || obs.Failure != "" {
 			return false, errorOf(err, obs)
@@ -179,21 +178,6 @@ runtime: {gatewayStorageClassName: standard}
 	}
 	cfg["authentication"] = auth
 	return cfg
-}
-
-// poll repeats cond until it reports done; a failure names the last error.
-func poll(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	wait.NoError(t, wait.Long, what, func() error {
-		ok, err := cond()
-		switch {
-		case ok:
-			return nil
-		case err == nil:
-			return errors.New("not done")
-		}
-		return err
-	})
 }
 
 func errorOf(err error, obs driver.NamespaceObservation) error {

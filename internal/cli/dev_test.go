@@ -274,7 +274,7 @@ func TestDevWithKubernetes(t *testing.T) {
 	url := dev.waitURL(t)
 	key := readKey(t, filepath.Join(state, "bootstrap-key.json"))
 	var nsID string
-	kubetest.Eventually(t, time.Minute, "default Namespace ready", func() (bool, error) {
+	wait.Until(t, wait.Long, "default Namespace ready", func() (bool, error) {
 		var list struct {
 			Data []struct{ ID, Status string }
 		}

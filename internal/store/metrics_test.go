@@ -10,7 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -18,14 +20,14 @@ import (
 type backlogWorld struct {
 	t       *testing.T
 	app     *pgxpool.Pool
+	fx      *fixture.Factory
 	ns      string
 	pending int64
 }
 
 func newBacklogWorld(t *testing.T, app *pgxpool.Pool) *backlogWorld {
-	w := &backlogWorld{t: t, app: app, ns: id("ns")}
-	w.exec(`INSERT INTO occ.namespaces (id, name) VALUES ($1, $2)`, w.ns, "metrics-"+w.ns[3:11])
-	return w
+	fx := fixture.New(t, app)
+	return &backlogWorld{t: t, app: app, fx: fx, ns: fx.Namespace().ID}
 }
 
 func (w *backlogWorld) exec(sql string, args ...any) {
@@ -38,19 +40,12 @@ func (w *backlogWorld) exec(sql string, args ...any) {
 // agent creates an Agent and n revisions; it returns the Agent id and the revision ids.
 func (w *backlogWorld) agent(revisions int) (string, []string) {
 	w.t.Helper()
-	agent, spn, cfg := id("agt"), id("spn"), id("cfg")
-	w.exec(`INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id) VALUES ($1, 'service_principal', $2, $3)`, spn, w.ns, agent)
-	w.exec(`INSERT INTO occ.configurations (id, namespace_id, driver_id) VALUES ($1, $2, 'configuration-filesystem')`, cfg, w.ns)
-	w.exec(`INSERT INTO occ.agents (id, namespace_id, name, execution_mode, service_principal_id, configuration_id)
-	        VALUES ($1, $2, $3, 'embedded', $4, $5)`, agent, w.ns, "agent-"+agent[4:12], spn, cfg)
+	a := w.fx.Agent(store.AgentRow{NamespaceID: w.ns})
 	var revs []string
-	for n := 1; n <= revisions; n++ {
-		rev := id("rev")
-		w.exec(`INSERT INTO occ.agent_revisions (id, namespace_id, agent_id, revision_number, admitted_spec)
-		        VALUES ($1, $2, $3, $4, '{}')`, rev, w.ns, agent, n)
-		revs = append(revs, rev)
+	for range revisions {
+		revs = append(revs, w.fx.Revision(a, nil).ID)
 	}
-	return agent, revs
+	return a.ID, revs
 }
 
 func (w *backlogWorld) set(agent, desired, status string, active *string) {
@@ -81,13 +76,13 @@ VALUES ($1, $2, $3, $4, 'prn_metrics', $5, $6, $7::text,
 }
 
 func (w *backlogWorld) deploy(agent, rev, state, reason string) {
-	w.work("agent_revision:"+rev+":reconcile", &agent, &rev, nil, nil, state, reason, 0)
+	w.work(platform.RevisionWorkKey(rev), &agent, &rev, nil, nil, state, reason, 0)
 }
 
 func (w *backlogWorld) stop(agent, target, state, reason string, age time.Duration) {
-	key := "agent:" + agent + ":reconcile:" + target
-	if target == "stopped" {
-		key += ":" + id("op")
+	key := platform.AgentDeleteWorkKey(agent)
+	if target == platform.AgentTargetStopped {
+		key = platform.AgentStopWorkKey(agent, id("op"))
 	}
 	w.work(key, &agent, nil, &target, nil, state, reason, age)
 }

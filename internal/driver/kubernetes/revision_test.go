@@ -322,7 +322,7 @@ func TestRevisionEmbeddedDeploy(t *testing.T) {
 	if r.Ready {
 		t.Fatal("ready before any Pod ran")
 	}
-	kubetest.Eventually(t, 30*time.Second, "gateway Pod created", func() (bool, error) {
+	wait.Until(t, wait.Medium, "gateway Pod created", func() (bool, error) {
 		return len(rtRevisionPods(t, c, k8s, rev)) == 1, nil
 	})
 	if r := rtPrepareOnce(t, d, rev, rc); r.Ready || r.RuntimeFailure != nil || r.PendingReason != "" {
@@ -582,7 +582,7 @@ func TestRevisionDedicated(t *testing.T) {
 	}
 	c.Kubelet().Resume()
 	paused = false
-	kubetest.Eventually(t, 60*time.Second, "stop of revision 1", func() (bool, error) {
+	wait.Until(t, wait.Long, "stop of revision 1", func() (bool, error) {
 		err := d.StopRevision(yieldCtx, rev1)
 		if driver.IsStopYielded(err) {
 			return false, err

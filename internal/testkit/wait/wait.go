@@ -4,7 +4,6 @@
 package wait
 
 import (
-	"errors"
 	"time"
 )
 
@@ -38,30 +37,39 @@ const (
 // waiting for <what>".
 func Eventually(t TB, budget time.Duration, what string, cond func() bool) {
 	t.Helper()
-	NoError(t, budget, what, func() error {
-		if cond() {
-			return nil
-		}
-		return errNotYet
-	})
+	Until(t, budget, what, func() (bool, error) { return cond(), nil })
 }
 
 // NoError polls fn until it returns nil; when budget passes first, the test fails with "timed out
 // waiting for <what>" and the last error.
 func NoError(t TB, budget time.Duration, what string, fn func() error) {
 	t.Helper()
+	Until(t, budget, what, func() (bool, error) {
+		err := fn()
+		return err == nil, err
+	})
+}
+
+// Until polls cond until it reports done; when budget passes first, the test fails with "timed out
+// waiting for <what>" and the last error cond returned, if any.
+func Until(t TB, budget time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
 	deadline := time.Now().Add(budget)
 	interval := first
+	var last error
 	for {
-		err := fn()
-		if err == nil {
+		done, err := cond()
+		if done {
 			return
 		}
+		if err != nil {
+			last = err
+		}
 		if time.Now().After(deadline) {
-			if errors.Is(err, errNotYet) {
-				t.Fatalf("timed out after %v waiting for %s", budget, what)
+			if last != nil {
+				t.Fatalf("timed out after %v waiting for %s: %v", budget, what, last)
 			} else {
-				t.Fatalf("timed out after %v waiting for %s: %v", budget, what, err)
+				t.Fatalf("timed out after %v waiting for %s", budget, what)
 			}
 			return // for a TB whose Fatalf returns
 		}
@@ -69,6 +77,3 @@ func NoError(t TB, budget time.Duration, what string, fn func() error) {
 		interval = min(2*interval, most)
 	}
 }
-
-// errNotYet is Eventually's "the condition does not hold yet".
-var errNotYet = errors.New("not yet")

@@ -1,6 +1,7 @@
 package wait
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -45,6 +46,27 @@ func TestNoErrorReportsTheLastError(t *testing.T) {
 	}
 	r.failed = nil
 	NoError(&r, Short, "a nil error", func() error { return nil })
+	if len(r.failed) != 0 {
+		t.Fatalf("failures %q", r.failed)
+	}
+}
+
+func TestUntilReportsTheLastErrorSeen(t *testing.T) {
+	t.Parallel()
+	var r recorder
+	n := 0
+	Until(&r, 50*time.Millisecond, "a rollout", func() (bool, error) {
+		n++
+		if n == 1 {
+			return false, errors.New("pods pending")
+		}
+		return false, nil
+	})
+	if len(r.failed) != 1 || !strings.HasSuffix(r.failed[0], "waiting for a rollout: pods pending") {
+		t.Fatalf("failures %q", r.failed)
+	}
+	r.failed = nil
+	Until(&r, Short, "done", func() (bool, error) { return true, errors.New("ignored once done") })
 	if len(r.failed) != 0 {
 		t.Fatalf("failures %q", r.failed)
 	}
