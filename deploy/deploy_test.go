@@ -74,10 +74,6 @@ func TestComposeServices(t *testing.T) {
 	}
 }
 
-// --- chart rendering ---------------------------------------------------------------------------
-
-const chartDir = "helm/occ"
-
 // TestComposeSignInOverride: the sign-in override passes every API sign-in variable by name only
 // (a variable absent from the environment stays unset, never blank).
 func TestComposeSignInOverride(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/openclaw/occ/internal/testkit/chaos"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 const (
@@ -205,7 +206,7 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 	port := freePort(t)
 	api := start(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": db.AppURL, "OCC_CONFIG_PATH": r.cfg,
 		"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port)}, "api")
-	eventually(t, 30*time.Second, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
+	wait.Eventually(t, wait.Medium, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
 	raw, err := os.ReadFile(keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +233,7 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 		_ = ownerPool.QueryRow(ctx, `SELECT status FROM occ.namespaces WHERE id = $1`, ns).Scan(&s)
 		return s
 	}
-	eventually(t, 60*time.Second, "namespaces ready", func() bool {
+	wait.Eventually(t, wait.Long, "namespaces ready", func() bool {
 		for _, ns := range namespaces {
 			if status(ns) != "ready" {
 				return false

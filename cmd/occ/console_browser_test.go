@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw/occ/internal/testkit/wait"
+
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
@@ -63,7 +65,7 @@ func startConsoleStack(t testing.TB, computeConfiguration string) consoleStack {
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	api := start(tt, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": inst.db.AppURL, "OCC_CONFIG_PATH": cfg,
 		"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port), "OCC_AUTH_BASE_URL": base}, "api")
-	eventually(tt, 30*time.Second, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
+	wait.Eventually(tt, wait.Medium, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
 	return consoleStack{inst: inst, base: base, api: apiClient{t: tt, base: base, key: inst.serviceKey(tt)}, worker: worker}
 }
 

@@ -4,7 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/openclaw/occ/internal/testkit/wait"
 
 	"github.com/chromedp/chromedp/kb"
 )
@@ -134,7 +135,7 @@ func TestConsoleShowsAFailedDeployment(t *testing.T) {
 	t.Parallel()
 	chromiumPath(t)
 	stack := startConsoleStack(t, "{}")
-	eventually(t, 30*time.Second, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
+	wait.Eventually(t, wait.Medium, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
 	_ = stack.worker.cmd.Process.Kill()
 	<-stack.worker.done
 	ns := "/namespaces/" + stack.inst.defaultNS
@@ -167,7 +168,7 @@ func TestConsoleKeyboardOnlyAgentCreation(t *testing.T) {
 	t.Parallel()
 	chromiumPath(t)
 	stack := startConsoleStack(t, "{}")
-	eventually(t, 30*time.Second, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
+	wait.Eventually(t, wait.Medium, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
 	b := newBrowser(t, stack.base, 1280, 900)
 	b.open("/console/agents/new")
 	b.waitFor("sign-in", hasText("h1", "Sign in"))
@@ -220,7 +221,7 @@ func TestConsoleScopedPersonAndSessionExpiry(t *testing.T) {
 	t.Parallel()
 	chromiumPath(t)
 	stack := startConsoleStack(t, "{}")
-	eventually(t, 30*time.Second, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
+	wait.Eventually(t, wait.Medium, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
 	st, other := stack.api.call("POST", "/namespaces", map[string]any{"name": "other"})
 	if st != 201 {
 		t.Fatalf("other namespace: %d %v", st, other)

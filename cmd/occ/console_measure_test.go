@@ -5,7 +5,8 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 // TestConsoleMeasure measures the console in the test browser and prints the figures of
@@ -19,7 +20,7 @@ func TestConsoleMeasure(t *testing.T) {
 	}
 	chromiumPath(t)
 	stack := startConsoleStack(t, "{}")
-	eventually(t, 30*time.Second, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
+	wait.Eventually(t, wait.Medium, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
 	ns := "/namespaces/" + stack.inst.defaultNS
 	st, cfg := stack.api.call("POST", ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})
 	if st != 201 {

@@ -4,7 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/openclaw/occ/internal/testkit/wait"
 
 	"github.com/chromedp/chromedp"
 )
@@ -26,7 +27,7 @@ func TestConsoleLayout(t *testing.T) {
 	t.Parallel()
 	chromiumPath(t)
 	stack := startConsoleStack(t, "{revisionReadyAfterMs: 300}")
-	eventually(t, 30*time.Second, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
+	wait.Eventually(t, wait.Medium, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
 	agentID := seedAgents(t, stack)
 	dir := os.Getenv(screenshotDirVariable)
 
@@ -134,7 +135,7 @@ func seedAgents(t *testing.T, stack consoleStack) string {
 	must2(201)(stack.api.call("POST", ns+"/agents", map[string]any{"name": "reviewer", "configurationId": cfg["id"], "executionMode": "dedicated",
 		"harnessAuth": map[string]any{"method": "api_key", "source": map[string]any{"kind": "secret", "namespaceId": stack.inst.defaultNS, "id": secret["id"]}}}))
 	rev := must2(202)(stack.api.call("POST", ns+"/agents/"+agent["id"].(string)+"/deploy", nil))
-	eventually(t, 60*time.Second, "seeded deployment", func() bool {
+	wait.Eventually(t, wait.Long, "seeded deployment", func() bool {
 		_, d := stack.api.call("GET", ns+"/agents/"+agent["id"].(string)+"/deployments/"+rev["id"].(string), nil)
 		return data(d)["status"] == "succeeded"
 	})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/testkit/kubetest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 // kubernetesConfig writes the startup YAML selecting the Kubernetes Compute, Configuration and
@@ -70,7 +71,7 @@ func startKubeStack(t *testing.T, c *kubetest.Cluster, workerExtra map[string]st
 	port := freePort(t)
 	s.api = start(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": inst.db.AppURL,
 		"OCC_CONFIG_PATH": kubernetesConfig(t, c, "api"), "OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port)}, "api")
-	eventually(t, 30*time.Second, "api listening", func() bool { return len(s.api.events(false, "listening")) == 1 })
+	wait.Eventually(t, wait.Medium, "api listening", func() bool { return len(s.api.events(false, "listening")) == 1 })
 	s.client = apiClient{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), key: inst.serviceKey(t)}
 	return s
 }
@@ -131,7 +132,7 @@ func (s *kubeStack) deployAndWait(t *testing.T, agentPath string) string {
 
 func (s *kubeStack) waitDeployment(t *testing.T, agentPath, rev, want string) {
 	t.Helper()
-	eventually(t, 120*time.Second, "deployment "+want, func() bool {
+	wait.Eventually(t, wait.Long, "deployment "+want, func() bool {
 		st, dep := s.client.call("GET", agentPath+"/deployments/"+rev, nil)
 		if st != 200 {
 			t.Fatalf("deployment status: %d %v", st, dep)
@@ -157,7 +158,7 @@ func TestKubernetesEndToEnd(t *testing.T) {
 	// A new Namespace becomes ready with its Kubernetes namespace and base policies.
 	nsID := s.expect(201, "POST", "/namespaces", map[string]any{"name": "kube-e2e"})["id"].(string)
 	ns := "/namespaces/" + nsID
-	eventually(t, 60*time.Second, "namespace ready", func() bool {
+	wait.Eventually(t, wait.Long, "namespace ready", func() bool {
 		return s.inst.scalar(t, `SELECT status FROM occ.namespaces WHERE id = $1`, nsID) == "ready"
 	})
 	kns := s.tenantNamespace(t, nsID)
@@ -229,7 +230,7 @@ func TestKubernetesEndToEnd(t *testing.T) {
 	// Stop scales the dedicated Agent to zero and keeps its storage.
 	claimsBefore := s.agentObjects(t, "v1", "persistentvolumeclaims", kns, dedicatedID)
 	s.expect(202, "POST", dedicatedPath+"/stop", nil)
-	eventually(t, 90*time.Second, "stopped Agent has no Pods", func() bool {
+	wait.Eventually(t, wait.Long, "stopped Agent has no Pods", func() bool {
 		return len(s.agentObjects(t, "v1", "pods", kns, dedicatedID)) == 0 &&
 			len(s.agentObjects(t, "apps/v1", "deployments", kns, dedicatedID)) == 0
 	})
@@ -252,18 +253,13 @@ func TestKubernetesEndToEnd(t *testing.T) {
 		}
 		return left
 	}
-	deadline := time.Now().Add(120 * time.Second)
-	for {
+	wait.NoError(t, wait.Long, "the deleted Agent and its objects to be gone", func() error {
 		st, _ := s.client.call("GET", dedicatedPath, nil)
-		left := remaining()
-		if st == 404 && len(left) == 0 {
-			break
+		if left := remaining(); st != 404 || len(left) != 0 {
+			return fmt.Errorf("GET %d, objects left %v\nworker log:\n%s", st, left, s.worker.stdout.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("deleted Agent: GET %d, objects left %v\nworker log:\n%s", st, left, s.worker.stdout.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, k := range agentKinds {
 		if k.resource == "pods" {
 			continue // Pod names change; the Deployment's presence covers them
@@ -278,14 +274,14 @@ func TestKubernetesEndToEnd(t *testing.T) {
 
 	// Deleting the Namespace removes its Kubernetes namespace.
 	s.expect(202, "DELETE", embeddedPath, nil)
-	eventually(t, 120*time.Second, "embedded Agent deleted", func() bool {
+	wait.Eventually(t, wait.Long, "embedded Agent deleted", func() bool {
 		st, _ := s.client.call("GET", embeddedPath, nil)
 		return st == 404
 	})
 	s.expect(204, "DELETE", ns+"/secrets/"+secID, nil)
 	s.expect(204, "DELETE", ns+"/configurations/"+cfgID, nil)
 	s.expect(202, "DELETE", ns, nil)
-	eventually(t, 120*time.Second, "Kubernetes namespace deleted", func() bool {
+	wait.Eventually(t, wait.Long, "Kubernetes namespace deleted", func() bool {
 		_, err := c.Admin().Get(kubetest.CorePath("", "namespaces", kns))
 		return kubetest.IsNotFound(err)
 	})
@@ -403,9 +399,7 @@ func (s *kubeStack) checkNoSecretValue(t *testing.T, ns, value string) {
 		}
 	}
 	for name, p := range map[string]*process{"api": s.api, "worker": s.worker} {
-		p.mu.Lock()
 		logs := p.stdout.String() + p.stderr.String()
-		p.mu.Unlock()
 		if strings.Contains(logs, value) {
 			t.Errorf("the %s log contains the Secret value", name)
 		}
@@ -422,7 +416,7 @@ func TestKubernetesAPIServerOutageDuringDeployment(t *testing.T) {
 	t.Parallel()
 	c := kubetest.Start(t, kubetest.Options{})
 	s := startKubeStack(t, c, map[string]string{"OCC_WORKER_MAX_ATTEMPTS": "3"})
-	eventually(t, 60*time.Second, "default namespace ready", func() bool { return s.inst.status(t) == "ready" })
+	wait.Eventually(t, wait.Long, "default namespace ready", func() bool { return s.inst.status(t) == "ready" })
 	ns := "/namespaces/" + s.inst.defaultNS
 	kns := s.tenantNamespace(t, s.inst.defaultNS)
 	cfgID := s.expect(201, "POST", ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})["id"].(string)
@@ -433,11 +427,11 @@ func TestKubernetesAPIServerOutageDuringDeployment(t *testing.T) {
 	// Hold the Pod unready so the deployment is pending when the server goes away.
 	c.Kubelet().SetHeld(kns, map[string]string{"openclaw.dev/agent": agent["id"].(string)}, true)
 	rev := s.expect(202, "POST", agentPath+"/deploy", nil)["id"].(string)
-	eventually(t, 60*time.Second, "the gateway Deployment exists", func() bool {
+	wait.Eventually(t, wait.Long, "the gateway Deployment exists", func() bool {
 		return len(s.agentObjects(t, "apps/v1", "deployments", kns, agent["id"].(string))) == 1
 	})
 	c.StopAPIServer(t)
-	eventually(t, 60*time.Second, "pending KUBERNETES_API_UNAVAILABLE passes", func() bool {
+	wait.Eventually(t, wait.Long, "pending KUBERNETES_API_UNAVAILABLE passes", func() bool {
 		n := 0
 		for _, ev := range s.worker.events(false, "worker.completed") {
 			if ev["revisionId"] == rev && ev["code"] == "KUBERNETES_API_UNAVAILABLE" {

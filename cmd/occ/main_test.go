@@ -4,7 +4,6 @@ package main_test
 // PostgreSQL, killed and stopped with real signals.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,7 +23,9 @@ import (
 
 	"github.com/openclaw/occ/internal/driver/docker"
 	"github.com/openclaw/occ/internal/testkit/kubetest"
+	"github.com/openclaw/occ/internal/testkit/logbuf"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 var binary string
@@ -49,22 +49,10 @@ func TestMain(m *testing.M) {
 type process struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	mu     sync.Mutex
-	stdout bytes.Buffer
-	stderr bytes.Buffer
+	stdout logbuf.Buffer
+	stderr logbuf.Buffer
 	done   chan struct{}
 	err    error
-}
-
-type lineWriter struct {
-	mu  *sync.Mutex
-	buf *bytes.Buffer
-}
-
-func (w lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
 }
 
 func start(t *testing.T, env map[string]string, args ...string) *process {
@@ -74,8 +62,8 @@ func start(t *testing.T, env map[string]string, args ...string) *process {
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
 	}
-	p.cmd.Stdout = lineWriter{&p.mu, &p.stdout}
-	p.cmd.Stderr = lineWriter{&p.mu, &p.stderr}
+	p.cmd.Stdout = &p.stdout
+	p.cmd.Stderr = &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,32 +94,10 @@ func (p *process) exitCode() int {
 
 // events decodes the JSON lines of stdout (or stderr) with the given event name ("" for all).
 func (p *process) events(stderr bool, name string) []map[string]any {
-	p.mu.Lock()
-	text := p.stdout.String()
 	if stderr {
-		text = p.stderr.String()
+		return p.stderr.Events(name)
 	}
-	p.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && (name == "" || m["event"] == name) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return p.stdout.Events(name)
 }
 
 type installation struct {
@@ -224,8 +190,8 @@ func TestSimulatedWorkerMakesTheDefaultNamespaceReady(t *testing.T) {
 	t.Parallel()
 	inst := bootstrapped(t)
 	w := start(t, workerEnv(inst, simulatedConfig(t, "{}"), nil), "worker")
-	eventually(t, 20*time.Second, "default namespace ready", func() bool { return inst.status(t) == "ready" })
-	eventually(t, 5*time.Second, "worker.completed", func() bool { return len(w.events(false, "worker.completed")) == 1 })
+	wait.Eventually(t, wait.Medium, "default namespace ready", func() bool { return inst.status(t) == "ready" })
+	wait.Eventually(t, wait.Short, "worker.completed", func() bool { return len(w.events(false, "worker.completed")) == 1 })
 	if started := w.events(false, "worker.started"); len(started) != 1 || started[0]["computeDriverId"] != "compute-simulated" {
 		t.Fatalf("worker.started %v", started)
 	}
@@ -247,14 +213,14 @@ func TestSIGKILLedWorkerIsRecoveredByAnother(t *testing.T) {
 	cfg := simulatedConfig(t, "{callDelayMs: 6000}")
 	env := workerEnv(inst, cfg, map[string]string{"OCC_WORKER_LEASE_DURATION_MS": "3000"})
 	first := start(t, env, "worker")
-	eventually(t, 20*time.Second, "first claim", func() bool {
+	wait.Eventually(t, wait.Medium, "first claim", func() bool {
 		return inst.scalar(t, `SELECT state FROM occ.controller_work WHERE idempotency_key = $1`, key) == "claimed"
 	})
 	second := start(t, env, "worker")
-	eventually(t, 20*time.Second, "second worker started", func() bool { return len(second.events(false, "worker.started")) == 1 })
+	wait.Eventually(t, wait.Medium, "second worker started", func() bool { return len(second.events(false, "worker.started")) == 1 })
 	_ = first.cmd.Process.Kill()
 	<-first.done
-	eventually(t, 30*time.Second, "recovery by the second worker", func() bool { return inst.status(t) == "ready" })
+	wait.Eventually(t, wait.Medium, "recovery by the second worker", func() bool { return inst.status(t) == "ready" })
 	evidence := inst.scalar(t, `SELECT string_agg(details->>'reasonCode', ',' ORDER BY occurred_at) FROM occ.audit_events
 	  WHERE action = 'reconcile' AND details->>'workId' = $1`, key)
 	// The killed worker's claim is recovered (LEASE_EXPIRED) and the work completes exactly once.
@@ -272,7 +238,7 @@ func TestSIGKILLedWorkerIsRecoveredByAnother(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, 10*time.Second, "the second worker's completion", func() bool { return successes() > 0 })
+	wait.Eventually(t, wait.Short, "the second worker's completion", func() bool { return successes() > 0 })
 	if n := successes(); n != 1 {
 		t.Fatalf("%d successful completions by the second worker", n)
 	}
@@ -283,7 +249,7 @@ func TestSIGTERMInterruptsAHangingPass(t *testing.T) {
 	inst := bootstrapped(t)
 	key := "namespace:" + inst.defaultNS + ":reconcile:ready"
 	w := start(t, workerEnv(inst, simulatedConfig(t, "{callDelayMs: 600000}"), nil), "worker")
-	eventually(t, 20*time.Second, "claim", func() bool {
+	wait.Eventually(t, wait.Medium, "claim", func() bool {
 		return inst.scalar(t, `SELECT state FROM occ.controller_work WHERE idempotency_key = $1`, key) == "claimed"
 	})
 	_ = w.cmd.Process.Signal(syscall.SIGTERM)
@@ -384,7 +350,7 @@ func TestDevelopmentWorkerCreatesTheDockerNetwork(t *testing.T) {
 	}
 	inst := bootstrapped(t)
 	w := start(t, workerEnv(inst, "", nil), "worker")
-	eventually(t, 30*time.Second, "default namespace ready on Docker", func() bool { return inst.status(t) == "ready" })
+	wait.Eventually(t, wait.Medium, "default namespace ready on Docker", func() bool { return inst.status(t) == "ready" })
 	out, err := exec.Command("docker", "network", "ls", "--quiet", "--filter", "label="+docker.LabelNamespaceID+"="+inst.defaultNS).Output()
 	if err != nil || len(bytes.TrimSpace(out)) == 0 {
 		t.Fatalf("no labelled network for %s: %v", inst.defaultNS, err)
@@ -455,12 +421,12 @@ func TestDeployThroughTheAPIWithTwoWorkers(t *testing.T) {
 	for range 2 {
 		start(t, workerEnv(inst, cfg, map[string]string{"OCC_WORKER_LEASE_DURATION_MS": "5000"}), "worker")
 	}
-	eventually(t, 30*time.Second, "default namespace ready", func() bool { return inst.status(t) == "ready" })
+	wait.Eventually(t, wait.Medium, "default namespace ready", func() bool { return inst.status(t) == "ready" })
 
 	port := freePort(t)
 	api := start(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": inst.db.AppURL, "OCC_CONFIG_PATH": cfg,
 		"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port)}, "api")
-	eventually(t, 30*time.Second, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
+	wait.Eventually(t, wait.Medium, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
 	c := apiClient{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), key: inst.serviceKey(t)}
 
 	ns := "/namespaces/" + inst.defaultNS
@@ -482,7 +448,7 @@ func TestDeployThroughTheAPIWithTwoWorkers(t *testing.T) {
 
 	seen := map[string]bool{}
 	var order []string
-	eventually(t, 60*time.Second, "deployment succeeded", func() bool {
+	wait.Eventually(t, wait.Long, "deployment succeeded", func() bool {
 		st, dep := c.call("GET", agentPath+"/deployments/"+revID, nil)
 		if st != 200 {
 			t.Fatalf("deployment status: %d %v", st, dep)

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw/occ/internal/testkit/wait"
+
 	"github.com/openclaw/occ/internal/testkit/oidctest"
 )
 
@@ -48,7 +50,7 @@ func TestSignInAcrossTwoAPIs(t *testing.T) {
 			"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port), "OCC_AUTH_BASE_URL": frontURL,
 			"OCC_AUTH_OIDC_ISSUER": op.Issuer, "OCC_AUTH_OIDC_CLIENT_ID": "occ", "OCC_AUTH_OIDC_CLIENT_SECRET": "occ-secret",
 			"OCC_AUTH_GITHUB_RECOVERY_USER_ID": adminAccount}, "api")
-		eventually(t, 30*time.Second, fmt.Sprintf("api %d listening", i), func() bool { return len(p.events(false, "listening")) == 1 })
+		wait.Eventually(t, wait.Medium, fmt.Sprintf("api %d listening", i), func() bool { return len(p.events(false, "listening")) == 1 })
 		u, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
 		backends = append(backends, u)
 	}
@@ -96,9 +98,7 @@ func TestSignInAcrossTwoAPIs(t *testing.T) {
 	login := start(t, cliEnv, "login")
 	var code string
 	codePattern := regexp.MustCompile(`\b([B-Z]{4}-[B-Z]{4})\b`)
-	eventually(t, 30*time.Second, "occ login prints a code", func() bool {
-		login.mu.Lock()
-		defer login.mu.Unlock()
+	wait.Eventually(t, wait.Medium, "occ login prints a code", func() bool {
 		if m := codePattern.FindStringSubmatch(login.stdout.String()); m != nil {
 			code = m[1]
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/drivertest"
 	"github.com/openclaw/occ/internal/driver/kubernetes"
 	"github.com/openclaw/occ/internal/testkit/kubetest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 // rbacNamespace is the release namespace of the RBAC test (the dry-run test stores nothing).
@@ -52,7 +53,7 @@ func TestChartRBACIsEnoughForTheDrivers(t *testing.T) {
 		}
 	}
 	ns := drivertest.NewNamespace()
-	poll(t, "namespace ready", func() (bool, error) {
+	wait.Until(t, wait.Long, "namespace ready", func() (bool, error) {
 		obs, err := compute.EnsureNamespace(ctx, ns)
 		if err != nil || obs.Failure != "" {
 			return false, errorOf(err, obs)
@@ -98,7 +99,7 @@ func TestChartRBACIsEnoughForTheDrivers(t *testing.T) {
 	}
 
 	rev := drivertest.NewRevision(compute, ns.ID)
-	poll(t, "revision ready", func() (bool, error) {
+	wait.Until(t, wait.Long, "revision ready", func() (bool, error) {
 		r, err := compute.PrepareRevision(ctx, rev, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}})
 		return r.Ready, err
 	})
@@ -122,7 +123,7 @@ func TestChartRBACIsEnoughForTheDrivers(t *testing.T) {
 	if err := secrets.Delete(ctx, stored); err != nil {
 		t.Fatalf("secret delete: %v", err)
 	}
-	poll(t, "namespace deleted", func() (bool, error) {
+	wait.Until(t, wait.Long, "namespace deleted", func() (bool, error) {
 		obs, err := compute.DeleteNamespace(ctx, ns)
 		if err != nil || obs.Failure != "" {
 			return false, errorOf(err, obs)
@@ -177,21 +178,6 @@ runtime: {gatewayStorageClassName: standard}
 	}
 	cfg["authentication"] = auth
 	return cfg
-}
-
-func poll(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after 90s: %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 func errorOf(err error, obs driver.NamespaceObservation) error {

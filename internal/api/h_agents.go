@@ -218,7 +218,7 @@ func (s *Server) createAgent(ctx context.Context, c *call) error {
 		row.HarnessAuth = rawObject(ha)
 	}
 	created, err := store.InsertAgent(ctx, c.tx, row)
-	if uniqueViolation(err) {
+	if errors.Is(err, store.ErrDuplicate) {
 		return platform.Conflict("An Agent with this name exists in the Namespace.")
 	} else if err != nil {
 		return platform.Unavailable(err)
@@ -314,7 +314,7 @@ func (s *Server) patchAgent(ctx context.Context, c *call) error {
 		a.HarnessAuth = rawObject(ha)
 	}
 	updated, err := store.UpdateAgentDraft(ctx, c.tx, a)
-	if uniqueViolation(err) {
+	if errors.Is(err, store.ErrDuplicate) {
 		return platform.Conflict("An Agent with this name exists in the Namespace.")
 	} else if err != nil {
 		return platform.Unavailable(err)
@@ -380,7 +380,8 @@ func (s *Server) deleteAgent(ctx context.Context, c *call) error {
 						"the deletion belongs to its initiator", "DELETION_OWNED_BY_INITIATOR")
 				}
 			}
-			requeued, err := store.RetryFailedAgentDeletion(ctx, c.tx, a.NamespaceID, a.ID, work.ActorID, c.actorID())
+			requeued, err := store.RetryFailedAgentDeletion(ctx, c.tx, store.RetryFailedAgentDeletionParams{
+				NamespaceID: a.NamespaceID, AgentID: a.ID, InitiatorID: work.ActorID, ActorID: c.actorID()})
 			if err != nil {
 				return platform.Unavailable(err)
 			}
@@ -416,7 +417,8 @@ func (s *Server) stopAgent(ctx context.Context, c *call) error {
 	if err := refuseDeletingAgent(a); err != nil {
 		return err
 	}
-	updated, err := store.SetAgentDesiredState(ctx, c.tx, a.NamespaceID, a.ID, platform.RuntimeStopped)
+	updated, err := store.SetAgentDesiredState(ctx, c.tx, store.SetAgentDesiredStateParams{
+		NamespaceID: a.NamespaceID, AgentID: a.ID, State: platform.RuntimeStopped})
 	if err != nil {
 		return platform.Unavailable(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
@@ -236,8 +235,7 @@ func (s *Server) createAccount(ctx context.Context, c *call) error {
 		return platform.Unavailable(err)
 	}
 	if err := store.InsertAccount(ctx, c.tx, store.Account{ID: accountID, Email: email, Name: name, PrincipalID: principalID}, hash); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		if errors.Is(err, store.ErrDuplicate) {
 			return platform.Conflict("An account with this email exists.")
 		}
 		return platform.Unavailable(err)

@@ -294,12 +294,12 @@ func (s *Server) deleteConfiguration(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	removed, err := store.RemoveTargetBindings(ctx, c.tx, row.NamespaceID, iam.KindConfiguration, row.ID)
+	removed, err := store.RemoveTargetBindings(ctx, c.tx, store.NamespaceResource{NamespaceID: row.NamespaceID, Kind: iam.KindConfiguration, ID: row.ID})
 	if err != nil {
 		return platform.Unavailable(err)
 	}
 	if _, err := store.DeleteConfiguration(ctx, c.tx, row.NamespaceID, row.ID); err != nil {
-		if foreignKeyViolation(err) {
+		if errors.Is(err, store.ErrForeignKey) {
 			return platform.Conflict("The Configuration is still referenced by Agents.")
 		}
 		return platform.Unavailable(err)

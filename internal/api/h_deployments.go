@@ -142,11 +142,13 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	rev, err := store.InsertRevision(ctx, c.tx, platform.NewID(platform.PrefixRevision), a.NamespaceID, a.ID, raw)
+	rev, err := store.InsertRevision(ctx, c.tx, store.InsertRevisionParams{
+		NamespaceID: a.NamespaceID, AgentID: a.ID, ID: platform.NewID(platform.PrefixRevision), Spec: raw})
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	if _, err := store.SetAgentDesiredState(ctx, c.tx, a.NamespaceID, a.ID, platform.RuntimeRunning); err != nil {
+	if _, err := store.SetAgentDesiredState(ctx, c.tx, store.SetAgentDesiredStateParams{
+		NamespaceID: a.NamespaceID, AgentID: a.ID, State: platform.RuntimeRunning}); err != nil {
 		return platform.Unavailable(err)
 	}
 	key := platform.RevisionWorkKey(rev.ID)
@@ -167,7 +169,8 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 // pathRevision reads the path's revision of the path's Agent (404) and checks
 // agent_revision:read on it (403).
 func (s *Server) pathRevision(ctx context.Context, c *call, param string) (store.RevisionRow, error) {
-	rev, err := store.GetRevision(ctx, c.tx, c.namespace.ID, c.params["agentId"], c.params[param])
+	rev, err := store.GetRevision(ctx, c.tx, store.GetRevisionParams{
+		NamespaceID: c.namespace.ID, AgentID: c.params["agentId"], ID: c.params[param]})
 	if errors.Is(err, store.ErrNotFound) {
 		return rev, platform.NotFound("The revision does not exist for this Agent.")
 	} else if err != nil {

@@ -293,7 +293,8 @@ func (s *Server) createBinding(ctx context.Context, c *call) error {
 			!slices.Contains(perms, iam.Permission{Action: iam.ActionUse, ResourceKind: iam.KindAgent}) {
 			return platform.Invalid("A runtime role needs a person, an Agent target and a Role with agent:use.", "/runtimeRole", platform.DetailInvalidValue)
 		}
-		exists, err := store.RuntimeAssignmentExists(ctx, c.tx, ns, subject.ID, b.ResourceID)
+		exists, err := store.RuntimeAssignmentExists(ctx, c.tx, store.RuntimeAssignmentExistsParams{
+			NamespaceID: ns, SubjectID: subject.ID, AgentID: b.ResourceID})
 		if err != nil {
 			return platform.Unavailable(err)
 		}
@@ -353,7 +354,7 @@ func (s *Server) bindableTarget(ctx context.Context, c *call, kind, id string) (
 	case iam.KindAgentRevision:
 		agent, err = store.GetRevisionAgentState(ctx, c.tx, ns, id)
 	default:
-		ok, err := store.NamespaceResourceExists(ctx, c.tx, ns, kind, id)
+		ok, err := store.NamespaceResourceExists(ctx, c.tx, store.NamespaceResource{NamespaceID: ns, Kind: kind, ID: id})
 		if err != nil {
 			return false, platform.Unavailable(err)
 		}

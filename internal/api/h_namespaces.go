@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
@@ -86,9 +84,8 @@ func (s *Server) createNamespace(ctx context.Context, c *call) error {
 	id := platform.NewID(platform.PrefixNamespace)
 	ns, err := store.InsertNamespace(ctx, c.tx, id, b.Name, b.ExistingNamespace)
 	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-			if pgErr.ConstraintName == "namespaces_existing_namespace_live" {
+		if errors.Is(err, store.ErrDuplicate) {
+			if store.RefusedBy(err, store.ConstraintExistingNamespaceLive) {
 				return platform.Conflict("The existing namespace is already adopted by another Namespace.")
 			}
 			return platform.Conflict("The Namespace name is in use or reserved.")
@@ -185,7 +182,8 @@ func (s *Server) repeatNamespaceDeletion(ctx context.Context, c *call, ns store.
 				"the deletion belongs to its initiator", "DELETION_OWNED_BY_INITIATOR")
 		}
 	}
-	requeued, err := store.RetryFailedNamespaceDeletion(ctx, c.tx, ns.ID, work.ActorID, c.actorID())
+	requeued, err := store.RetryFailedNamespaceDeletion(ctx, c.tx, store.RetryFailedNamespaceDeletionParams{
+		NamespaceID: ns.ID, InitiatorID: work.ActorID, ActorID: c.actorID()})
 	if err != nil {
 		return platform.Unavailable(err)
 	}

@@ -3,11 +3,8 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strings"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
@@ -50,16 +47,6 @@ func referencedMessage(what string, kinds []string) *platform.Error {
 		}
 	}
 	return platform.Conflict("The " + what + " is still referenced by " + strings.Join(parts, ", ") + ".")
-}
-
-func uniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
-}
-
-func foreignKeyViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23503"
 }
 
 // secretRefs checks typed Secret references of the request: one naming another Namespace is 400

@@ -224,12 +224,12 @@ func (s *Server) deleteSecret(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	removed, err := store.RemoveTargetBindings(ctx, c.tx, row.NamespaceID, iam.KindSecret, row.ID)
+	removed, err := store.RemoveTargetBindings(ctx, c.tx, store.NamespaceResource{NamespaceID: row.NamespaceID, Kind: iam.KindSecret, ID: row.ID})
 	if err != nil {
 		return platform.Unavailable(err)
 	}
 	if _, err := store.DeleteSecret(ctx, c.tx, row.NamespaceID, row.ID); err != nil {
-		if foreignKeyViolation(err) {
+		if errors.Is(err, store.ErrForeignKey) {
 			return platform.Conflict("The Secret is still referenced by Agents.")
 		}
 		return platform.Unavailable(err)

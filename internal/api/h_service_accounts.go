@@ -83,8 +83,9 @@ func (s *Server) createServiceAccount(ctx context.Context, c *call) error {
 	if st := c.namespace.Status; st != platform.NamespaceProvisioning && st != platform.NamespaceReady {
 		return platform.Conflict("The Namespace does not accept new ServiceAccounts.")
 	}
-	row, err := store.InsertServiceAccount(ctx, c.tx, platform.NewID(platform.PrefixServiceAccount), c.namespace.ID, b.Name)
-	if uniqueViolation(err) {
+	row, err := store.InsertServiceAccount(ctx, c.tx, store.InsertServiceAccountParams{
+		NamespaceID: c.namespace.ID, ID: platform.NewID(platform.PrefixServiceAccount), Name: b.Name})
+	if errors.Is(err, store.ErrDuplicate) {
 		return platform.Conflict("A ServiceAccount with this name exists in the Namespace.")
 	} else if err != nil {
 		return platform.Unavailable(err)
@@ -154,12 +155,12 @@ func (s *Server) deleteServiceAccount(ctx context.Context, c *call) error {
 	if len(refs) > 0 {
 		return referencedMessage("ServiceAccount", refs)
 	}
-	removed, err := store.RemoveTargetBindings(ctx, c.tx, row.NamespaceID, iam.KindServiceAccount, row.ID)
+	removed, err := store.RemoveTargetBindings(ctx, c.tx, store.NamespaceResource{NamespaceID: row.NamespaceID, Kind: iam.KindServiceAccount, ID: row.ID})
 	if err != nil {
 		return platform.Unavailable(err)
 	}
 	if _, err := store.DeleteServiceAccount(ctx, c.tx, row.NamespaceID, row.ID); err != nil {
-		if foreignKeyViolation(err) {
+		if errors.Is(err, store.ErrForeignKey) {
 			return platform.Conflict("The ServiceAccount is still referenced by Agents.")
 		}
 		return platform.Unavailable(err)

@@ -26,7 +26,9 @@ import (
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/logbuf"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
+	"github.com/openclaw/occ/internal/testkit/testclock"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -42,42 +44,6 @@ const (
 	defaultLimit = 64 << 10
 )
 
-// clock is the sign-in limiter's injectable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// syncBuffer collects log lines from concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is one bootstrapped Installation served in-process.
 type env struct {
 	t              *testing.T
@@ -86,9 +52,9 @@ type env struct {
 	owner          *pgxpool.Pool
 	server         *api.Server
 	http           *httptest.Server
-	url            string // the listener's base URL, known before the server starts
-	clock          *clock
-	logs           *syncBuffer
+	url            string           // the listener's base URL, known before the server starts
+	clock          *testclock.Clock // the sign-in limiter's clock
+	logs           *logbuf.Buffer
 	installationID string
 	adminKey       string
 	adminKeyID     string
@@ -99,7 +65,7 @@ type env struct {
 	metrics        *recorder
 	storageRoot    string
 	// responses collects every response body; secretValues every Secret value the test sent.
-	responses    *syncBuffer
+	responses    *logbuf.Buffer
 	secretMu     sync.Mutex
 	secretValues []string
 }
@@ -140,7 +106,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	e := &env{
 		t: t, db: db, app: db.App(t), owner: db.Owner(t),
-		clock: &clock{now: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)}, logs: &syncBuffer{},
+		clock: testclock.New(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)), logs: &logbuf.Buffer{},
 		installationID: doc.Meta.InstallationID, adminKey: doc.Data.Key, adminKeyID: doc.Data.ID,
 		adminSP: doc.Data.ServicePrincipalID, adminPrincipal: result.Attempt.PrincipalID, adminAccount: result.Attempt.AccountID,
 		defaultNS: result.Attempt.DefaultNamespaceID, metrics: &recorder{},
@@ -151,7 +117,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		Logger: obs.NewLogger(e.logs, "occ-api", slog.LevelInfo),
 	}
 	e.storageRoot = t.TempDir()
-	e.responses = &syncBuffer{}
+	e.responses = &logbuf.Buffer{}
 	t.Cleanup(e.scanForSecretValues)
 	cfg.Compute, cfg.Configurations, cfg.Secrets = testDrivers(t, e.storageRoot)
 	// The listener exists before the server, so options can name the API's own address

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 )
 
 func permissions(pairs ...string) []any {
@@ -103,8 +104,7 @@ func TestAccessBindingRules(t *testing.T) {
 	foreignRole := mkRole(other, "namespace:read")
 	sp := e.expect(e.do(req{method: "POST", path: base + "service-principals", key: e.adminKey}), 201).data()["id"].(string)
 	foreignSP := e.expect(e.do(req{method: "POST", path: "/namespaces/" + other + "/iam/service-principals", key: e.adminKey}), 201).data()["id"].(string)
-	secretID := "sec_" + uuid.NewString()
-	e.exec(`INSERT INTO occ.secrets (id, namespace_id, name, driver_id) VALUES ($1, $2, 'token', 'secret-filesystem')`, secretID, ns)
+	secretID := fixture.New(t, e.owner).Secret(ns, "token").ID
 
 	post := func(body map[string]any) resp {
 		return e.do(req{method: "POST", path: base + "access-bindings", key: e.adminKey, body: body})

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 )
 
 func TestNamespaceLifecycle(t *testing.T) {
@@ -84,10 +85,10 @@ func TestNamespaceDeleteRefusesNonEmpty(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	id := e.createNamespace("busy")
-	e.exec(`INSERT INTO occ.secrets (id, namespace_id, name, driver_id) VALUES ('sec_0b0e7a60-1f1e-4a57-9c55-2b1d1c1f1e10', $1, 'k', 'secret-filesystem')`, id)
+	secret := fixture.New(t, e.owner).Secret(id, "k").ID
 	r := e.expect(e.do(req{method: "DELETE", path: "/namespaces/" + id, key: e.adminKey}), 409)
 	msg := r.doc["error"].(map[string]any)["message"].(string)
-	if r.errCode() != "NAMESPACE_NOT_EMPTY" || !strings.Contains(msg, "secret sec_0b0e7a60-1f1e-4a57-9c55-2b1d1c1f1e10") || len([]rune(msg)) > 256 {
+	if r.errCode() != "NAMESPACE_NOT_EMPTY" || !strings.Contains(msg, "secret "+secret) || len([]rune(msg)) > 256 {
 		t.Fatalf("not empty: %s", r.raw)
 	}
 	if n := e.count(`SELECT count(*) FROM occ.controller_work WHERE namespace_id = $1`, id); n != 1 {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openclaw/occ/internal/audit"
@@ -411,10 +410,10 @@ func errorClass(err error) string {
 	if err == nil {
 		return ""
 	}
-	var pgErr *pgconn.PgError
+	code, reported := store.ServerErrorCode(err)
 	switch {
-	case errors.As(err, &pgErr):
-		return "SQLSTATE_" + pgErr.Code
+	case reported:
+		return "SQLSTATE_" + code
 	case errors.Is(err, context.DeadlineExceeded):
 		return "TIMEOUT"
 	case errors.Is(err, context.Canceled):

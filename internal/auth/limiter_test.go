@@ -2,31 +2,15 @@ package auth
 
 import (
 	"net/http"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/openclaw/occ/internal/testkit/testclock"
 )
-
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func TestSignInLimiterBudget(t *testing.T) {
 	t.Parallel()
-	clock := &testClock{now: time.Unix(1_800_000_000, 0)}
+	clock := testclock.New(time.Unix(1_800_000_000, 0))
 	l := NewSignInLimiter(clock.Now)
 	for i := 0; i < 10; i++ {
 		a, _, ok := l.Acquire("a@example.com")
@@ -34,7 +18,7 @@ func TestSignInLimiterBudget(t *testing.T) {
 			t.Fatalf("attempt %d refused", i+1)
 		}
 		a.Fail()
-		clock.advance(time.Second)
+		clock.Advance(time.Second)
 	}
 	_, retry, ok := l.Acquire("a@example.com")
 	if ok || retry != 50*time.Second {
@@ -44,7 +28,7 @@ func TestSignInLimiterBudget(t *testing.T) {
 		t.Fatal("another email is limited")
 	}
 	// The oldest failure leaves the window: one attempt again.
-	clock.advance(50 * time.Second)
+	clock.Advance(50 * time.Second)
 	a, _, ok := l.Acquire("a@example.com")
 	if !ok {
 		t.Fatal("not released after the window")
@@ -82,7 +66,7 @@ func TestSignInLimiterCountsInFlight(t *testing.T) {
 
 func TestSignInLimiterCapacityKeepsSpentLanes(t *testing.T) {
 	t.Parallel()
-	clock := &testClock{now: time.Unix(1_800_000_000, 0)}
+	clock := testclock.New(time.Unix(1_800_000_000, 0))
 	l := NewSignInLimiter(clock.Now)
 	l.Lanes = 2
 	for _, email := range []string{"a@x.io", "b@x.io"} {
@@ -92,7 +76,7 @@ func TestSignInLimiterCapacityKeepsSpentLanes(t *testing.T) {
 	if _, _, ok := l.Acquire("c@x.io"); ok {
 		t.Fatal("a new email evicted a spent lane")
 	}
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	if _, _, ok := l.Acquire("c@x.io"); !ok {
 		t.Fatal("expired lanes were not pruned")
 	}

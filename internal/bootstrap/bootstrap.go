@@ -15,12 +15,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -41,10 +41,6 @@ const (
 	// IAMDriverID names the native IAM driver in bootstrap's own decisions and audit events.
 	IAMDriverID = "native-iam"
 )
-
-// bootstrapLockKey serializes concurrent bootstrap runs so the existence check is reliable; the
-// Installation's singleton index would make the loser fail anyway, but later and less clearly.
-const bootstrapLockKey int64 = 0x6f63635f626f6f74 // "occ_boot"
 
 // Error is a bootstrap failure with its stable code and a safe message.
 type Error struct {
@@ -107,7 +103,7 @@ func Run(ctx context.Context, conn *pgx.Conn, cfg settings.Bootstrap) (Result, e
 		return Result{}, unavailable(err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, bootstrapLockKey); err != nil {
+	if err := store.LockBootstrap(ctx, tx); err != nil {
 		return Result{}, unavailable(err)
 	}
 	inst, err := store.GetInstallation(ctx, tx)
@@ -175,7 +171,7 @@ func verify(ctx context.Context, tx pgx.Tx, cfg settings.Bootstrap, inst store.I
 		return attempt, unavailable(err)
 	}
 	attempt.AccountID, attempt.PrincipalID = account.ID, account.PrincipalID
-	identities, err := store.LookupIAMIdentities(ctx, tx, auth.Issuer(inst.ID), account.ID, "")
+	identities, err := store.LookupIAMIdentities(ctx, tx, store.LookupIAMIdentitiesParams{Issuer: auth.Issuer(inst.ID), Subject: account.ID})
 	if err != nil {
 		return attempt, unavailable(err)
 	}
@@ -269,8 +265,8 @@ func (s *seed) write(ctx context.Context, tx pgx.Tx, cfg settings.Bootstrap) err
 			return err
 		}
 	}
-	var now time.Time
-	if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+	now, err := store.DatabaseNow(ctx, tx)
+	if err != nil {
 		return err
 	}
 	a.ServiceKeyExpiresAt = now.Add(auth.DefaultServiceKeyLifetime).UTC().Truncate(time.Millisecond)
@@ -284,7 +280,7 @@ func (s *seed) write(ctx context.Context, tx pgx.Tx, cfg settings.Bootstrap) err
 	if err := s.createDefaultNamespace(ctx, tx, appender); err != nil {
 		return err
 	}
-	_, err := appender.Append(ctx, tx, audit.Event{
+	_, err = appender.Append(ctx, tx, audit.Event{
 		Kind:     audit.KindBootstrap,
 		ActorID:  a.PrincipalID,
 		Action:   iam.ActionAdminister,
@@ -317,9 +313,9 @@ func (s *seed) createDefaultNamespace(ctx context.Context, tx pgx.Tx, appender *
 	if _, err := store.InsertNamespace(ctx, tx, a.DefaultNamespaceID, DefaultNamespaceName, nil); err != nil {
 		return err
 	}
-	ready := "ready"
-	if _, err := store.InsertWork(ctx, tx, store.WorkRow{
-		Key: "namespace:" + a.DefaultNamespaceID + ":reconcile:ready", NamespaceID: a.DefaultNamespaceID,
+	ready := queue.NamespaceReady
+	if _, err := queue.Enqueue(ctx, tx, queue.EnqueueWork{
+		Key: platform.NamespaceWorkKey(a.DefaultNamespaceID, ready), NamespaceID: a.DefaultNamespaceID,
 		ActorID: a.PrincipalID, NamespaceTarget: &ready,
 	}); err != nil {
 		return err
@@ -383,8 +379,7 @@ func randomPassword() (string, error) {
 // classify maps a database failure to a code: a server-reported error is a refusal of the
 // bootstrap itself; anything else means PostgreSQL could not be reached.
 func classify(err error) string {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
+	if store.ServerRefused(err) {
 		return CodeBootstrapFailed
 	}
 	return CodePersistenceUnavailable

@@ -97,7 +97,7 @@ func EnsureDevelopmentKey(ctx context.Context, conn *pgx.Conn, cfg settings.Boot
 		return Renewal{}, failed("cannot write the key file", err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err == nil {
+	if err = tmp.Chmod(0o600); err == nil {
 		_, err = tmp.Write(append(body, '\n'))
 	}
 	if err == nil {

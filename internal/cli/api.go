@@ -6,7 +6,6 @@ import (
 	"math"
 	"net"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/metrics"
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/settings"
+	"github.com/openclaw/occ/internal/store"
 )
 
 const (
@@ -120,13 +120,12 @@ func runAPI(ctx context.Context, env Env) error {
 	}
 	server, err := api.New(ctx, apiCfg)
 	if err != nil {
-		var pgErr *pgconn.PgError
 		switch {
 		case errors.Is(err, api.ErrNotBootstrapped):
 			return fail(codeStartupFailed, "The Installation is not bootstrapped. Run occ bootstrap first.")
 		case errors.Is(err, api.ErrRecoveryAccountInvalid):
 			return fail(codeStartupFailed, "OCC_AUTH_GITHUB_RECOVERY_USER_ID must name a local-password Installation administrator.")
-		case errors.As(err, &pgErr):
+		case store.ServerRefused(err):
 			return fail(codeStartupFailed, "PostgreSQL refused the startup checks. Is the schema migrated?")
 		default:
 			return fail(codePersistenceUnavailable, "PostgreSQL is unavailable at OCC_DATABASE_URL.")

@@ -11,11 +11,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/openclaw/occ/internal/cli"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 // startSimulatedStack runs occ api and occ worker in-process on the simulated Compute Driver.
@@ -95,15 +95,9 @@ func TestClientAgentDeployWait(t *testing.T) {
 	api := startSimulatedStack(t)
 	nsEnv := map[string]string{"OCC_NAMESPACE": api.defaultNS}
 
-	deadline := time.Now().Add(time.Minute)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for jsonField(t, mustSucceed(t, api.occ(nil, "namespace", "get", api.defaultNS, "-o", "json"), "namespace get").stdout, "status") != "ready" {
-		if time.Now().After(deadline) {
-			t.Fatal("the default Namespace did not become ready")
-		}
-		<-tick.C
-	}
+	wait.Eventually(t, wait.Long, "the default Namespace to become ready", func() bool {
+		return jsonField(t, mustSucceed(t, api.occ(nil, "namespace", "get", api.defaultNS, "-o", "json"), "namespace get").stdout, "status") == "ready"
+	})
 
 	secret := jsonField(t, mustSucceed(t, api.occ(nsEnv, "secret", "create", "--file",
 		writeJSON(t, map[string]any{"name": "token", "value": "tour-secret-value-1234"}), "-o", "json"), "secret create").stdout, "id")

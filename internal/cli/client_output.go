@@ -214,11 +214,6 @@ func (s *clientSession) printTable(items []map[string]any, cols []column) {
 	_ = w.Flush()
 }
 
-// printList prints a list response with cols.
-func (s *clientSession) printList(data json.RawMessage, cols []column) error {
-	return s.printListOf(data, tableSpec{columns: cols})
-}
-
 // printListOf prints a list response in the session's format.
 func (s *clientSession) printListOf(data json.RawMessage, t tableSpec) error {
 	if s.structured() {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openclaw/occ/internal/devstack"
 	"github.com/openclaw/occ/internal/testkit/kubetest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 // buildOcc builds the occ binary into the test's temporary directory: occ dev runs it as its
@@ -217,10 +218,7 @@ func TestDevRunsTheStackAndARerunReusesIt(t *testing.T) {
 	if code := getJSON(t, url+"/installation", key, &inst); code != 200 || inst.Data.ID == "" {
 		t.Fatalf("installation %d %+v", code, inst)
 	}
-	deadline := time.Now().Add(time.Minute)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	wait.NoError(t, wait.Long, "the default Namespace to be ready", func() error {
 		var list struct {
 			Data []struct{ Name, Status string }
 		}
@@ -228,13 +226,10 @@ func TestDevRunsTheStackAndARerunReusesIt(t *testing.T) {
 			t.Fatalf("namespaces %d", code)
 		}
 		if len(list.Data) == 1 && list.Data[0].Name == "default" && list.Data[0].Status == "ready" {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("default Namespace not ready: %+v\n%s", list, first.output())
-		}
-		<-tick.C
-	}
+		return fmt.Errorf("%+v\n%s", list, first.output())
+	})
 	for _, prefix := range []string{"api | ", "worker | "} {
 		if !strings.Contains(first.output(), prefix) {
 			t.Fatalf("no %q lines:\n%s", prefix, first.output())
@@ -294,7 +289,7 @@ func TestDevWithKubernetes(t *testing.T) {
 	url := dev.waitURL(t)
 	key := readKey(t, filepath.Join(state, "bootstrap-key.json"))
 	var nsID string
-	kubetest.Eventually(t, time.Minute, "default Namespace ready", func() (bool, error) {
+	wait.Until(t, wait.Long, "default Namespace ready", func() (bool, error) {
 		var list struct {
 			Data []struct{ ID, Status string }
 		}

@@ -194,7 +194,8 @@ func (s StoreSource) IdentityGrants(ctx context.Context, identityID string) (Pol
 }
 
 func (s StoreSource) LookupIdentity(ctx context.Context, q IdentityLookup) ([]Identity, error) {
-	rows, err := store.LookupIAMIdentities(ctx, s.DB, q.Issuer, q.Subject, q.ServicePrincipalID)
+	rows, err := store.LookupIAMIdentities(ctx, s.DB, store.LookupIAMIdentitiesParams{
+		Issuer: q.Issuer, Subject: q.Subject, ID: q.ServicePrincipalID})
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -46,8 +47,12 @@ func newPolicyDB(t *testing.T) policyDB {
 	p := policyDB{app: db.App(t), owner: db.Owner(t), ins: "ins_" + uuid.NewString(), ns: "ns_" + uuid.NewString(),
 		ns2: "ns_" + uuid.NewString(), human: "prn_" + uuid.NewString(), sp: "spn_" + uuid.NewString(),
 		agent: "agt_" + uuid.NewString(), other: "agt_" + uuid.NewString()}
-	mustExec(t, p.app, `INSERT INTO occ.installation (id, name) VALUES ($1, 'Test')`, p.ins)
-	mustExec(t, p.app, `INSERT INTO occ.namespaces (id, name) VALUES ($1, 'one'), ($2, 'two')`, p.ns, p.ns2)
+	if err := store.InsertInstallation(ctx, p.app, p.ins, "Test"); err != nil {
+		t.Fatal(err)
+	}
+	fx := fixture.New(t, p.app)
+	fx.NamespaceNamed(p.ns, "one")
+	fx.NamespaceNamed(p.ns2, "two")
 	if err := store.InsertIAMIdentity(ctx, p.app, store.IAMIdentity{ID: p.human, Kind: "principal", Issuer: ptr("test"), Subject: ptr("alice")}); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +159,9 @@ func TestStoreSourceDecisions(t *testing.T) {
 	}
 
 	// A Role without permissions makes the policy invalid for whoever it reaches: deny.
-	mustExec(t, p.app, `INSERT INTO occ.iam_roles (id) VALUES ('role-empty')`)
+	if err := store.InsertIAMRole(context.Background(), p.app, "role-empty", nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
 	p.bind(t, store.IAMBinding{ID: "b-empty", IdentitySubjectID: &p.human, RoleID: "role-empty"})
 	if d := p.authorize(t, p.human, "read", agent); d.Allowed || d.Reason != iam.ReasonPolicyInvalid {
 		t.Fatalf("empty role: %+v", d)
@@ -263,7 +270,9 @@ func TestAuthorizeEachMatchesAuthorize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustExec(t, p.app, `INSERT INTO occ.iam_roles (id) VALUES ('role-empty')`) // invalid: no permission
+	if err := store.InsertIAMRole(ctx, p.app, "role-empty", nil, nil, nil); err != nil { // invalid: no permission
+		t.Fatal(err)
+	}
 	mustExec(t, p.owner, `INSERT INTO occ.iam_groups (id, namespace_id, name) VALUES ('g-inst', NULL, 'inst'), ('g-ns', $1, 'ns'), ('g-ns2', $2, 'ns2')`, p.ns, p.ns2)
 	for _, m := range []struct {
 		group, principal string

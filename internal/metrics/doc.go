@@ -14,7 +14,7 @@
 //	occ_agents{lifecycle_state}                                    gauge     (worker; all six states once counted)
 //
 // The worker's pending gauges come from store.WorkPending, one read-only statement per scrape on the
-// pool from store.NewMetricsPool (two connections, 500 ms connect timeout, 1500 ms statement
+// pool from NewPool (two connections, 500 ms connect timeout, 1500 ms statement
 // timeout, read-only transactions). Concurrent scrapes share one collection. When it fails the
 // scrape answers 503 with no metrics at all, and the connection is discarded. occ_agents is a pass
 // over every Agent: a scrape starts a background recount (store.AgentStatesWithin, its own 30 s

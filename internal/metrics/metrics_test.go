@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -440,19 +444,17 @@ func TestListenerLimitsConnections(t *testing.T) {
 	}
 	// Once the server has seen the closes, slots are free again; retry until it has.
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.NoError(t, wait.Short, "a slot to come free", func() error {
 		resp, err := client.Get("http://" + addr + "/metrics")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no slot came free: %v", err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
 		}
-	}
+		return nil
+	})
 }
 
 func isReset(err error) bool {
@@ -465,21 +467,14 @@ func TestWorkerGaugesFromPostgres(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t)
 	app := db.App(t)
-	ns := "ns_" + "3b241101-e2bb-4255-8caf-4136c566a962"
-	for _, q := range []string{
-		`INSERT INTO occ.namespaces (id, name) VALUES ('` + ns + `', 'metrics')`,
-		`INSERT INTO occ.controller_work (idempotency_key, namespace_id, actor_id, namespace_target, created_at)
-		 VALUES ('namespace:` + ns + `:reconcile:ready', '` + ns + `', 'prn_metrics', 'ready', clock_timestamp() - interval '90 seconds')`,
-		`INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id)
-		 VALUES ('spn_7c9e6679-7425-40de-944b-e07fc1f90ae7', 'service_principal', '` + ns + `', 'agt_9f8e7d6c-5b4a-4c3d-8e2f-1a0b9c8d7e6f')`,
-		`INSERT INTO occ.configurations (id, namespace_id, driver_id) VALUES ('cfg_16fd2706-8baf-433b-82eb-8c7fada847da', '` + ns + `', 'configuration-filesystem')`,
-		`INSERT INTO occ.agents (id, namespace_id, name, execution_mode, service_principal_id, configuration_id)
-		 VALUES ('agt_9f8e7d6c-5b4a-4c3d-8e2f-1a0b9c8d7e6f', '` + ns + `', 'triage', 'embedded',
-		         'spn_7c9e6679-7425-40de-944b-e07fc1f90ae7', 'cfg_16fd2706-8baf-433b-82eb-8c7fada847da')`,
-	} {
-		if _, err := app.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+	fx := fixture.New(t, app)
+	ns := fx.Namespace().ID
+	fx.Agent(store.AgentRow{NamespaceID: ns, Name: "triage"})
+	// The pending work is 90 s old: created_at is backdated, which no store path does.
+	if _, err := app.Exec(ctx, `INSERT INTO occ.controller_work (idempotency_key, namespace_id, actor_id, namespace_target, created_at)
+	  VALUES ($1, $2, 'prn_metrics', 'ready', clock_timestamp() - interval '90 seconds')`,
+		platform.NamespaceWorkKey(ns, platform.NamespaceTargetReady), ns); err != nil {
+		t.Fatal(err)
 	}
 	w, err := StartWorker(ctx, "127.0.0.1:0", db.AppURL, nil)
 	if err != nil {
@@ -490,17 +485,13 @@ func TestWorkerGaugesFromPostgres(t *testing.T) {
 
 	// The Agent lifecycle counts come from a background refresh that the first scrape starts.
 	var r response
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.Eventually(t, wait.Short, "the first Agent lifecycle count", func() bool {
 		r = get(t, "http://"+w.Addr()+"/metrics")
 		if r.status != http.StatusOK {
 			t.Fatalf("status %d", r.status)
 		}
-		if hasSample(r.body, `occ_agents{lifecycle_state="draft",service="worker"} 1`) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return hasSample(r.body, `occ_agents{lifecycle_state="draft",service="worker"} 1`)
+	})
 	for _, want := range []string{
 		`occ_work_pending{service="worker"} 1`,
 		`occ_agents{lifecycle_state="draft",service="worker"} 1`,

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/openclaw/occ/internal/store"
 )
 
 // Worker is a running worker metrics listener with its families and dedicated pool.
@@ -24,7 +22,7 @@ type Worker struct {
 // carries text worth logging (log an errorClass). logger, if not nil, receives
 // metrics.listener-failed when serving fails later.
 func StartWorker(ctx context.Context, addr, databaseURL string, logger *slog.Logger) (*Worker, error) {
-	pool, err := store.NewMetricsPool(databaseURL)
+	pool, err := NewPool(databaseURL)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ var (
 )
 
 // BacklogTimeout bounds one gauge collection: connecting (500 ms) plus the statement (1500 ms).
-const BacklogTimeout = store.MetricsConnectTimeout + store.MetricsStatementTimeout
+const BacklogTimeout = PoolConnectTimeout + PoolStatementTimeout
 
 // BacklogFunc reads the worker gauges; PoolBacklog is the production one.
 type BacklogFunc func(ctx context.Context) (store.Backlog, error)
@@ -39,7 +39,7 @@ const (
 	AgentStatesTimeout = 30 * time.Second
 )
 
-// PoolBacklog reads the worker gauges on pool (normally store.NewMetricsPool): the pending work on
+// PoolBacklog reads the worker gauges on pool (normally NewPool): the pending work on
 // every call (store.WorkPending), and the Agent lifecycle counts from a background refresh that a
 // call starts when the last one is older than AgentStatesRefresh (Agents is nil until the first
 // refresh finished). A connection whose pending read failed is closed rather than returned to the

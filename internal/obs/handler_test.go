@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openclaw/occ/internal/testkit/logbuf"
 )
 
 func TestLineShapeAndKeyOrder(t *testing.T) {
@@ -523,7 +525,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 }
 
 func TestConcurrentWholeLines(t *testing.T) {
-	var buf syncBuffer
+	var buf logbuf.Buffer
 	cw := &countingWriter{}
 	for _, w := range []interface {
 		Write([]byte) (int, error)
@@ -563,21 +565,4 @@ func TestConcurrentWholeLines(t *testing.T) {
 			t.Fatalf("%d distinct lines, want %d", len(seen), goroutines*perGoroutine)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Bytes()
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openclaw/occ/internal/queue"
-	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -41,7 +41,7 @@ func newBenchEnv(b *testing.B, queued int) *benchEnv {
 	// when the timed loop reaches them.
 	e.q = queue.New(e.app, queue.Options{LeaseDuration: time.Hour, Jitter: zero})
 	if queued > 0 {
-		if err := store.FillNamespaceWork(e.ctx, e.app, queued, "prn_"+uuid.NewString()); err != nil {
+		if err := fixture.FillNamespaceWork(e.ctx, e.app, queued, "prn_"+uuid.NewString()); err != nil {
 			b.Fatalf("fill: %v", err)
 		}
 	}

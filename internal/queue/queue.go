@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/openclaw/occ/internal/store"
 )
@@ -232,17 +231,7 @@ func (q *Queue) Claim(ctx context.Context, limit int) ([]Claim, error) {
 	return claims, nil
 }
 
-func isClaimRace(err error) bool {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return false
-	}
-	switch pgErr.Code {
-	case "23505", "40001", "40P01":
-		return true
-	}
-	return false
-}
+func isClaimRace(err error) bool { return errors.Is(err, store.ErrRetryableRace) }
 
 // Renew extends the leases of claims in one statement and returns the new expiry of each claim
 // it still owns, by key. A claim missing from the result is lost.
@@ -349,9 +338,8 @@ func fenced(w Work, err error) (Work, error) {
 	if errors.Is(err, store.ErrNoRows) {
 		return Work{}, ErrClaimLost
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.ConstraintName == "controller_work_result_valid" {
-		return Work{}, fmt.Errorf("%w: %s", ErrInvalidResult, pgErr.ConstraintName)
+	if store.RefusedBy(err, store.ConstraintWorkResultValid) {
+		return Work{}, fmt.Errorf("%w: %s", ErrInvalidResult, store.ConstraintWorkResultValid)
 	}
 	return w, err
 }

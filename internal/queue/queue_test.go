@@ -12,8 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -50,30 +52,21 @@ func (e *env) exec(sql string, args ...any) {
 
 func (e *env) namespace(status string) string {
 	e.t.Helper()
-	id := "ns_" + uuid.NewString()
-	e.exec(`INSERT INTO occ.namespaces (id, name) VALUES ($1, $1)`, id)
-	if status != "provisioning" {
-		e.exec(`UPDATE occ.namespaces SET status = $2 WHERE id = $1`, id, status)
-	}
-	return id
+	return fixture.New(e.t, e.app).NamespaceIn(status).ID
 }
 
 // agent creates an Agent (with its principal and Configuration) and one revision in ns.
 func (e *env) agent(ns string) (agent, rev string) {
 	e.t.Helper()
-	agent, rev, cfg, spn := "agt_"+uuid.NewString(), "rev_"+uuid.NewString(), "cfg_"+uuid.NewString(), "spn_"+uuid.NewString()
-	e.exec(`INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id) VALUES ($1, 'service_principal', $2, $3)`, spn, ns, agent)
-	e.exec(`INSERT INTO occ.configurations (id, namespace_id, driver_id) VALUES ($1, $2, 'cfg')`, cfg, ns)
-	e.exec(`INSERT INTO occ.agents (id, namespace_id, name, execution_mode, service_principal_id, configuration_id)
-	  VALUES ($1, $2, $1, 'embedded', $3, $4)`, agent, ns, spn, cfg)
-	e.exec(`INSERT INTO occ.agent_revisions (id, namespace_id, agent_id, revision_number, admitted_spec) VALUES ($1, $2, $3, 1, '{}')`, rev, ns, agent)
-	return agent, rev
+	fx := fixture.New(e.t, e.app)
+	a := fx.Agent(store.AgentRow{NamespaceID: ns})
+	return a.ID, fx.Revision(a, nil).ID
 }
 
 func (e *env) enqueueNamespace(ns, target string) queue.Work {
 	e.t.Helper()
 	w, err := queue.Enqueue(context.Background(), e.app, queue.EnqueueWork{
-		Key: "namespace:" + ns + ":reconcile:" + target, NamespaceID: ns, ActorID: e.actor, NamespaceTarget: &target})
+		Key: platform.NamespaceWorkKey(ns, target), NamespaceID: ns, ActorID: e.actor, NamespaceTarget: &target})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -83,7 +76,7 @@ func (e *env) enqueueNamespace(ns, target string) queue.Work {
 func (e *env) enqueueRevision(ns, agent, rev string) queue.Work {
 	e.t.Helper()
 	w, err := queue.Enqueue(context.Background(), e.app, queue.EnqueueWork{
-		Key: "agent_revision:" + rev + ":reconcile", NamespaceID: ns, ActorID: e.actor, AgentID: &agent, RevisionID: &rev})
+		Key: platform.RevisionWorkKey(rev), NamespaceID: ns, ActorID: e.actor, AgentID: &agent, RevisionID: &rev})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -16,14 +16,15 @@ type Account struct {
 	Disabled    bool
 }
 
-// InsertAccount writes a human account and its password credential.
+// InsertAccount writes a human account and its password credential; an email in use is
+// ErrDuplicate.
 func InsertAccount(ctx context.Context, db DBTX, a Account, passwordHash string) error {
 	if _, err := db.Exec(ctx, `INSERT INTO occ.accounts (id, email, name, principal_id) VALUES ($1, $2, $3, $4)`,
 		a.ID, a.Email, a.Name, a.PrincipalID); err != nil {
-		return err
+		return classify(err)
 	}
 	_, err := db.Exec(ctx, `INSERT INTO occ.password_credentials (account_id, password_hash) VALUES ($1, $2)`, a.ID, passwordHash)
-	return err
+	return classify(err)
 }
 
 // GetAccountByEmail reads an account; ErrNotFound when absent.

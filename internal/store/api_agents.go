@@ -39,11 +39,11 @@ func oneAgent(rows pgx.Rows, err error) (AgentRow, error) {
 }
 
 // InsertAgent writes the Agent's own ServicePrincipal and the Agent (active, stopped, no revision).
-// A duplicate name in the Namespace is a unique violation (23505).
+// A duplicate name in the Namespace is ErrDuplicate.
 func InsertAgent(ctx context.Context, db DBTX, a AgentRow) (AgentRow, error) {
 	if _, err := db.Exec(ctx, `INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id)
 VALUES ($1, 'service_principal', $2, $3)`, a.ServicePrincipalID, a.NamespaceID, a.ID); err != nil {
-		return AgentRow{}, err
+		return AgentRow{}, classify(err)
 	}
 	return oneAgent(db.Query(ctx, `INSERT INTO occ.agents AS a (id, namespace_id, name, execution_mode, service_principal_id,
   configuration_id, backend_id, harness_auth) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+agentColumns,
@@ -70,17 +70,24 @@ func ListAgents(ctx context.Context, db DBTX, namespaceID string, after *Cursor,
 }
 
 // UpdateAgentDraft replaces the editable draft (name, Configuration, Backend, Harness
-// authentication) and returns the Agent.
+// authentication) and returns the Agent; a name in use in the Namespace is ErrDuplicate.
 func UpdateAgentDraft(ctx context.Context, db DBTX, a AgentRow) (AgentRow, error) {
 	return oneAgent(db.Query(ctx, `UPDATE occ.agents a SET name = $3, configuration_id = $4, backend_id = $5, harness_auth = $6,
   updated_at = clock_timestamp() WHERE a.namespace_id = $1 AND a.id = $2 RETURNING `+agentColumns,
 		a.NamespaceID, a.ID, a.Name, a.ConfigurationID, a.BackendID, nullableRaw(a.HarnessAuth)))
 }
 
+// SetAgentDesiredStateParams name the Agent and its new desired runtime state.
+type SetAgentDesiredStateParams struct {
+	NamespaceID string
+	AgentID     string
+	State       string // running | stopped
+}
+
 // SetAgentDesiredState sets desired_runtime_state and returns the Agent.
-func SetAgentDesiredState(ctx context.Context, db DBTX, namespaceID, id, state string) (AgentRow, error) {
+func SetAgentDesiredState(ctx context.Context, db DBTX, p SetAgentDesiredStateParams) (AgentRow, error) {
 	return oneAgent(db.Query(ctx, `UPDATE occ.agents a SET desired_runtime_state = $3, updated_at = clock_timestamp()
- WHERE a.namespace_id = $1 AND a.id = $2 RETURNING `+agentColumns, namespaceID, id, state))
+ WHERE a.namespace_id = $1 AND a.id = $2 RETURNING `+agentColumns, p.NamespaceID, p.AgentID, p.State))
 }
 
 // MarkAgentDeleting moves an Agent to deleting with desired state stopped and returns it.
@@ -89,10 +96,20 @@ func MarkAgentDeleting(ctx context.Context, db DBTX, namespaceID, id string) (Ag
   updated_at = clock_timestamp() WHERE a.namespace_id = $1 AND a.id = $2 RETURNING `+agentColumns, namespaceID, id))
 }
 
+// RetryFailedAgentDeletionParams name the Agent, the actor its failed teardown must still have,
+// and the actor that takes it over.
+type RetryFailedAgentDeletionParams struct {
+	NamespaceID string
+	AgentID     string
+	InitiatorID string
+	ActorID     string
+}
+
 // RetryFailedAgentDeletion requeues a failed_permanent Agent teardown whose current actor is
-// initiatorID, replacing the actor with actorID (occ.retry_failed_agent_deletion).
-func RetryFailedAgentDeletion(ctx context.Context, db DBTX, namespaceID, agentID, initiatorID, actorID string) (bool, error) {
+// InitiatorID, replacing the actor with ActorID (occ.retry_failed_agent_deletion).
+func RetryFailedAgentDeletion(ctx context.Context, db DBTX, p RetryFailedAgentDeletionParams) (bool, error) {
 	var ok bool
-	err := db.QueryRow(ctx, `SELECT occ.retry_failed_agent_deletion($1, $2, $3, $4)`, namespaceID, agentID, initiatorID, actorID).Scan(&ok)
+	err := db.QueryRow(ctx, `SELECT occ.retry_failed_agent_deletion($1, $2, $3, $4)`,
+		p.NamespaceID, p.AgentID, p.InitiatorID, p.ActorID).Scan(&ok)
 	return ok, err
 }

@@ -54,10 +54,11 @@ func UpdateConfiguration(ctx context.Context, db DBTX, namespaceID, id string, b
 	return oneRow(rows, err, scanConfiguration)
 }
 
-// DeleteConfiguration removes a Configuration row; false when it did not exist.
+// DeleteConfiguration removes a Configuration row; false when it did not exist. One still
+// referenced by an Agent is ErrForeignKey.
 func DeleteConfiguration(ctx context.Context, db DBTX, namespaceID, id string) (bool, error) {
 	tag, err := db.Exec(ctx, `DELETE FROM occ.configurations WHERE namespace_id = $1 AND id = $2`, namespaceID, id)
-	return tag.RowsAffected() == 1, err
+	return tag.RowsAffected() == 1, classify(err)
 }
 
 // liveRevisions is the set of revisions that still consume their inputs: the active revision of
@@ -85,10 +86,10 @@ SELECT 'agent_revision' WHERE EXISTS (SELECT 1 FROM (`+liveRevisions+`) lr WHERE
 
 // RemoveTargetBindings deletes the AccessBindings whose exact target is the resource and returns
 // their ids (in order), for the deletion's audit event.
-func RemoveTargetBindings(ctx context.Context, db DBTX, namespaceID, kind, id string) ([]string, error) {
+func RemoveTargetBindings(ctx context.Context, db DBTX, r NamespaceResource) ([]string, error) {
 	rows, err := db.Query(ctx, `WITH removed AS (DELETE FROM occ.iam_access_bindings
  WHERE namespace_id = $1 AND resource_kind = $2 AND resource_id = $3 RETURNING id)
-SELECT id FROM removed ORDER BY id`, namespaceID, kind, id)
+SELECT id FROM removed ORDER BY id`, r.NamespaceID, r.Kind, r.ID)
 	if err != nil {
 		return nil, err
 	}

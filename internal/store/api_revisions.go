@@ -26,22 +26,34 @@ func scanRevision(r pgx.CollectableRow) (RevisionRow, error) {
 	return rev, err
 }
 
+// InsertRevisionParams name a new revision of an Agent and its admitted spec.
+type InsertRevisionParams struct {
+	NamespaceID string
+	AgentID     string
+	ID          string
+	Spec        json.RawMessage
+}
+
 // InsertRevision writes the next revision of an Agent (number = highest + 1). The caller holds the
 // Agent's row lock, so numbers are assigned one at a time.
-func InsertRevision(ctx context.Context, db DBTX, id, namespaceID, agentID string, spec json.RawMessage) (RevisionRow, error) {
-	rows, err := db.Query(ctx, `INSERT INTO occ.agent_revisions AS r (id, namespace_id, agent_id, revision_number, admitted_spec)
-SELECT $1, $2, $3, COALESCE(max(x.revision_number), 0) + 1, $4::jsonb FROM occ.agent_revisions x WHERE x.agent_id = $3
-RETURNING `+revisionColumns, id, namespaceID, agentID, string(spec))
-	if err != nil {
-		return RevisionRow{}, err
-	}
-	return pgx.CollectExactlyOneRow(rows, scanRevision)
+func InsertRevision(ctx context.Context, db DBTX, p InsertRevisionParams) (RevisionRow, error) {
+	rows, err := db.Query(ctx, `INSERT INTO occ.agent_revisions AS r (namespace_id, agent_id, id, revision_number, admitted_spec)
+SELECT $1, $2, $3, COALESCE(max(x.revision_number), 0) + 1, $4::jsonb FROM occ.agent_revisions x WHERE x.agent_id = $2
+RETURNING `+revisionColumns, p.NamespaceID, p.AgentID, p.ID, string(p.Spec))
+	return oneRow(rows, err, scanRevision)
+}
+
+// GetRevisionParams name a revision of an Agent.
+type GetRevisionParams struct {
+	NamespaceID string
+	AgentID     string
+	ID          string
 }
 
 // GetRevision reads a revision of the Agent; ErrNotFound when absent.
-func GetRevision(ctx context.Context, db DBTX, namespaceID, agentID, id string) (RevisionRow, error) {
+func GetRevision(ctx context.Context, db DBTX, p GetRevisionParams) (RevisionRow, error) {
 	rows, err := db.Query(ctx, `SELECT `+revisionColumns+` FROM occ.agent_revisions r
- WHERE r.namespace_id = $1 AND r.agent_id = $2 AND r.id = $3`, namespaceID, agentID, id)
+ WHERE r.namespace_id = $1 AND r.agent_id = $2 AND r.id = $3`, p.NamespaceID, p.AgentID, p.ID)
 	return oneRow(rows, err, scanRevision)
 }
 

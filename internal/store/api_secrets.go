@@ -67,10 +67,11 @@ func TouchSecret(ctx context.Context, db DBTX, namespaceID, id string) error {
 	return err
 }
 
-// DeleteSecret removes a Secret row; false when it did not exist.
+// DeleteSecret removes a Secret row; false when it did not exist. One still referenced by an
+// Agent is ErrForeignKey.
 func DeleteSecret(ctx context.Context, db DBTX, namespaceID, id string) (bool, error) {
 	tag, err := db.Exec(ctx, `DELETE FROM occ.secrets WHERE namespace_id = $1 AND id = $2`, namespaceID, id)
-	return tag.RowsAffected() == 1, err
+	return tag.RowsAffected() == 1, classify(err)
 }
 
 // specUsesSecret is true when an admitted_spec (alias spec) consumes Secret $2.

@@ -25,15 +25,18 @@ func scanServiceAccount(r pgx.CollectableRow) (ServiceAccountRow, error) {
 	return s, err
 }
 
-// InsertServiceAccount writes a ServiceAccount; a duplicate name in the Namespace is a unique
-// violation (23505).
-func InsertServiceAccount(ctx context.Context, db DBTX, id, namespaceID, name string) (ServiceAccountRow, error) {
+// InsertServiceAccountParams name a new ServiceAccount.
+type InsertServiceAccountParams struct {
+	NamespaceID string
+	ID          string
+	Name        string
+}
+
+// InsertServiceAccount writes a ServiceAccount; a duplicate name in the Namespace is ErrDuplicate.
+func InsertServiceAccount(ctx context.Context, db DBTX, p InsertServiceAccountParams) (ServiceAccountRow, error) {
 	rows, err := db.Query(ctx, `INSERT INTO occ.service_accounts AS sa (id, namespace_id, name) VALUES ($1, $2, $3)
-RETURNING `+serviceAccountColumns, id, namespaceID, name)
-	if err != nil {
-		return ServiceAccountRow{}, err
-	}
-	return pgx.CollectExactlyOneRow(rows, scanServiceAccount)
+RETURNING `+serviceAccountColumns, p.ID, p.NamespaceID, p.Name)
+	return oneRow(rows, err, scanServiceAccount)
 }
 
 // GetServiceAccount reads a ServiceAccount of the Namespace; ErrNotFound when absent.
@@ -62,10 +65,11 @@ RETURNING `+serviceAccountColumns, namespaceID, id, nullableRaw(credential))
 	return oneRow(rows, err, scanServiceAccount)
 }
 
-// DeleteServiceAccount removes a ServiceAccount; false when it did not exist.
+// DeleteServiceAccount removes a ServiceAccount; false when it did not exist. One still referenced
+// by an Agent is ErrForeignKey.
 func DeleteServiceAccount(ctx context.Context, db DBTX, namespaceID, id string) (bool, error) {
 	tag, err := db.Exec(ctx, `DELETE FROM occ.service_accounts WHERE namespace_id = $1 AND id = $2`, namespaceID, id)
-	return tag.RowsAffected() == 1, err
+	return tag.RowsAffected() == 1, classify(err)
 }
 
 // ServiceAccountReferences lists the kinds that still reference a ServiceAccount: "agent" (an

@@ -14,3 +14,23 @@ type DBTX interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
+
+// RowLock selects the row lock a read takes; every locking read takes one (lock order: Namespace,
+// then Agent).
+type RowLock int
+
+const (
+	NoLock     RowLock = iota
+	LockShare          // FOR SHARE: serializes with a concurrent deletion
+	LockUpdate         // FOR UPDATE: the deletion itself
+)
+
+func (l RowLock) clause() string {
+	switch l {
+	case LockShare:
+		return ` FOR SHARE`
+	case LockUpdate:
+		return ` FOR UPDATE`
+	}
+	return ``
+}

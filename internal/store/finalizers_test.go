@@ -7,6 +7,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -20,26 +23,20 @@ func count(t *testing.T, db *pgxpool.Pool, sql string, args ...any) int {
 }
 
 // claimDeletion marks the Agent deleting and claims its deletion work, as API and worker would.
-func claimDeletion(t *testing.T, app *pgxpool.Pool, f fixture) (key string, token uuid.UUID) {
+func claimDeletion(t *testing.T, app *pgxpool.Pool, f agentFixture) (key string, token uuid.UUID) {
 	t.Helper()
 	ctx := context.Background()
-	key = "agent:" + f.agent + ":reconcile:deleted"
+	if _, err := store.MarkAgentDeleting(ctx, app, f.ns, f.agent); err != nil {
+		t.Fatal(err)
+	}
+	fx := fixture.New(t, app)
+	key = fx.Enqueue(fixture.AgentDeleteWork(f.agentRow, f.actor)).Key
+	fx.Enqueue(fixture.RevisionWork(f.revRow, f.actor))
+	// The claim takes a known token, so the test can finalize with it.
 	token = uuid.New()
-	for _, s := range []struct {
-		sql  string
-		args []any
-	}{
-		{`UPDATE occ.agents SET status = 'deleting', desired_runtime_state = 'stopped' WHERE id = $1`, []any{f.agent}},
-		{`INSERT INTO occ.controller_work (idempotency_key, namespace_id, agent_id, actor_id, agent_target) VALUES ($1, $2, $3, $4, 'deleted')`,
-			[]any{key, f.ns, f.agent, f.actor}},
-		{`INSERT INTO occ.controller_work (idempotency_key, namespace_id, agent_id, revision_id, actor_id) VALUES ($1, $2, $3, $4, $5)`,
-			[]any{"agent_revision:" + f.rev + ":reconcile", f.ns, f.agent, f.rev, f.actor}},
-		{`UPDATE occ.controller_work SET state = 'claimed', attempt_count = 1, claim_token = $2,
-		   lease_expires_at = clock_timestamp() + interval '1 minute' WHERE idempotency_key = $1`, []any{key, token}},
-	} {
-		if _, err := app.Exec(ctx, s.sql, s.args...); err != nil {
-			t.Fatalf("%s: %v", s.sql, err)
-		}
+	if _, err := app.Exec(ctx, `UPDATE occ.controller_work SET state = 'claimed', attempt_count = 1, claim_token = $2,
+	   lease_expires_at = clock_timestamp() + interval '1 minute' WHERE idempotency_key = $1`, key, token); err != nil {
+		t.Fatal(err)
 	}
 	return key, token
 }
@@ -51,19 +48,18 @@ func TestFinalizeAgentDeletionRemovesAgentAndItsPolicy(t *testing.T) {
 	app := db.App(t)
 	f := newFixture(t, app)
 	role := "role_" + uuid.NewString()
-	for _, s := range []struct {
-		sql  string
-		args []any
-	}{
-		{`UPDATE occ.agents SET active_revision_id = $2 WHERE id = $1`, []any{f.agent, f.rev}},
-		{`INSERT INTO occ.iam_roles (id, namespace_id) VALUES ($1, $2)`, []any{role, f.ns}},
-		{`INSERT INTO occ.iam_role_permissions (role_id, action, resource_kind) VALUES ($1, 'read', 'agent')`, []any{role}},
-		{`INSERT INTO occ.iam_access_bindings (id, namespace_id, identity_subject_id, role_id) VALUES ('b-sp', $1, $2, $3)`, []any{f.ns, f.spn, role}},
-		{`INSERT INTO occ.iam_restrictions (id, action, resource_kind, resource_id) VALUES ('r-agent', 'deploy', 'agent', $1)`, []any{f.agent}},
-	} {
-		if _, err := app.Exec(ctx, s.sql, s.args...); err != nil {
-			t.Fatalf("%s: %v", s.sql, err)
-		}
+	if ok, err := store.SetActiveRevisionIfUnchanged(ctx, app, f.ns, f.agent, nil, f.rev); err != nil || !ok {
+		t.Fatalf("activate: %v %v", ok, err)
+	}
+	if err := store.InsertIAMRole(ctx, app, role, &f.ns, nil, [][2]string{{"read", "agent"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.InsertIAMBinding(ctx, app, store.IAMBinding{ID: "b-sp", NamespaceID: &f.ns, IdentitySubjectID: &f.spn, RoleID: role}); err != nil {
+		t.Fatal(err)
+	}
+	// store writes no Restrictions: nothing in OCC creates them yet.
+	if _, err := app.Exec(ctx, `INSERT INTO occ.iam_restrictions (id, action, resource_kind, resource_id) VALUES ('r-agent', 'deploy', 'agent', $1)`, f.agent); err != nil {
+		t.Fatal(err)
 	}
 	key, token := claimDeletion(t, app, f)
 
@@ -143,8 +139,9 @@ func TestRetryFailedAgentDeletionAndTakeover(t *testing.T) {
 	}
 	retry := func(initiator, actor string) bool {
 		t.Helper()
-		var ok bool
-		if err := app.QueryRow(ctx, `SELECT occ.retry_failed_agent_deletion($1, $2, $3, $4)`, f.ns, f.agent, initiator, actor).Scan(&ok); err != nil {
+		ok, err := store.RetryFailedAgentDeletion(ctx, app, store.RetryFailedAgentDeletionParams{
+			NamespaceID: f.ns, AgentID: f.agent, InitiatorID: initiator, ActorID: actor})
+		if err != nil {
 			t.Fatal(err)
 		}
 		return ok
@@ -174,23 +171,16 @@ func TestRetryFailedNamespaceDeletion(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t)
 	app := db.App(t)
-	ns, actor := id("ns"), id("prn")
-	key := "namespace:" + ns + ":reconcile:deleted"
-	for _, s := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO occ.namespaces (id, name, status) VALUES ($1, 'gone', 'provisioning')`, []any{ns}},
-		{`UPDATE occ.namespaces SET status = 'deleting' WHERE id = $1`, []any{ns}},
-		{`INSERT INTO occ.controller_work (idempotency_key, namespace_id, actor_id, namespace_target, state, completed_at, reason_code)
-		  VALUES ($1, $2, $3, 'deleted', 'failed_permanent', clock_timestamp(), 'DEPENDENCY_UNAVAILABLE')`, []any{key, ns, actor}},
-	} {
-		if _, err := app.Exec(ctx, s.sql, s.args...); err != nil {
-			t.Fatalf("%s: %v", s.sql, err)
-		}
+	ns, actor := fixture.New(t, app).NamespaceIn(platform.NamespaceDeleting).ID, id("prn")
+	key := platform.NamespaceWorkKey(ns, platform.NamespaceTargetDeleted)
+	// A failed teardown, as the worker leaves it.
+	if _, err := app.Exec(ctx, `INSERT INTO occ.controller_work (idempotency_key, namespace_id, actor_id, namespace_target, state, completed_at, reason_code)
+	  VALUES ($1, $2, $3, 'deleted', 'failed_permanent', clock_timestamp(), 'DEPENDENCY_UNAVAILABLE')`, key, ns, actor); err != nil {
+		t.Fatal(err)
 	}
-	var ok bool
-	if err := app.QueryRow(ctx, `SELECT occ.retry_failed_namespace_deletion($1, $2, $2)`, ns, actor).Scan(&ok); err != nil || !ok {
+	ok, err := store.RetryFailedNamespaceDeletion(ctx, app, store.RetryFailedNamespaceDeletionParams{
+		NamespaceID: ns, InitiatorID: actor, ActorID: actor})
+	if err != nil || !ok {
 		t.Fatalf("retry: %v %v", ok, err)
 	}
 	if n := count(t, app, `SELECT count(*) FROM occ.controller_work WHERE idempotency_key = $1 AND state = 'queued' AND attempt_count = 0`, key); n != 1 {

@@ -211,14 +211,21 @@ SELECT x.id, x.namespace_id, x.action, x.resource_kind, x.resource_id, x.effect
 	return rows, nil
 }
 
-// LookupIAMIdentities finds identities by (issuer, subject) or, when issuer is empty, by id.
-func LookupIAMIdentities(ctx context.Context, db DBTX, issuer, subject, id string) ([]IAMIdentity, error) {
+// LookupIAMIdentitiesParams select identities by Issuer and Subject or, when Issuer is empty, by ID.
+type LookupIAMIdentitiesParams struct {
+	Issuer  string
+	Subject string
+	ID      string
+}
+
+// LookupIAMIdentities finds identities by (issuer, subject) or, when the issuer is empty, by id.
+func LookupIAMIdentities(ctx context.Context, db DBTX, p LookupIAMIdentitiesParams) ([]IAMIdentity, error) {
 	var r pgx.Rows
 	var err error
-	if issuer != "" {
-		r, err = db.Query(ctx, `SELECT `+identityColumns+` FROM occ.iam_identities i WHERE i.issuer = $1 AND i.subject = $2`, issuer, subject)
+	if p.Issuer != "" {
+		r, err = db.Query(ctx, `SELECT `+identityColumns+` FROM occ.iam_identities i WHERE i.issuer = $1 AND i.subject = $2`, p.Issuer, p.Subject)
 	} else {
-		r, err = db.Query(ctx, `SELECT `+identityColumns+` FROM occ.iam_identities i WHERE i.id = $1`, id)
+		r, err = db.Query(ctx, `SELECT `+identityColumns+` FROM occ.iam_identities i WHERE i.id = $1`, p.ID)
 	}
 	if err != nil {
 		return nil, err

@@ -176,35 +176,3 @@ func WorkBacklog(ctx context.Context, db DBTX) (Backlog, error) {
 	}
 	return b, nil
 }
-
-// Limits of the metrics pool (drivers-config-obs §7.3).
-const (
-	MetricsConnectTimeout   = 500 * time.Millisecond
-	MetricsStatementTimeout = 1500 * time.Millisecond
-)
-
-// NewMetricsPool returns the worker's dedicated metrics pool for databaseURL: at most two
-// connections (a scrape's and the background Agent-state refresh's), a 500 ms connect timeout, a 1500 ms statement timeout and read-only transactions
-// (default_transaction_read_only=on), named occ-worker-metrics. It does not connect until the first
-// scrape, so a database outage never delays startup.
-func NewMetricsPool(databaseURL string) (*pgxpool.Pool, error) {
-	pc, err := pgxpool.ParseConfig(databaseURL)
-	if err != nil {
-		return nil, err
-	}
-	pc.MaxConns = 2
-	pc.MinConns = 0
-	pc.MaxConnIdleTime = time.Minute
-	pc.ConnConfig.ConnectTimeout = MetricsConnectTimeout
-	params := pc.ConnConfig.RuntimeParams
-	params["application_name"] = "occ-worker-metrics"
-	params["statement_timeout"] = "1500"
-	params["lock_timeout"] = "1500"
-	params["idle_in_transaction_session_timeout"] = "1500"
-	params["default_transaction_read_only"] = "on"
-	// The backlog statement is a nested loop of index probes over every Agent; its plan cost passes
-	// jit_above_cost at 100 000 Agents, and compiling it cost ~0.75 s of the 1.5 s budget while
-	// saving nothing (docs/performance.md).
-	params["jit"] = "off"
-	return pgxpool.NewWithConfig(context.Background(), pc)
-}

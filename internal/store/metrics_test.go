@@ -10,7 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -18,14 +20,14 @@ import (
 type backlogWorld struct {
 	t       *testing.T
 	app     *pgxpool.Pool
+	fx      *fixture.Factory
 	ns      string
 	pending int64
 }
 
 func newBacklogWorld(t *testing.T, app *pgxpool.Pool) *backlogWorld {
-	w := &backlogWorld{t: t, app: app, ns: id("ns")}
-	w.exec(`INSERT INTO occ.namespaces (id, name) VALUES ($1, $2)`, w.ns, "metrics-"+w.ns[3:11])
-	return w
+	fx := fixture.New(t, app)
+	return &backlogWorld{t: t, app: app, fx: fx, ns: fx.Namespace().ID}
 }
 
 func (w *backlogWorld) exec(sql string, args ...any) {
@@ -38,19 +40,12 @@ func (w *backlogWorld) exec(sql string, args ...any) {
 // agent creates an Agent and n revisions; it returns the Agent id and the revision ids.
 func (w *backlogWorld) agent(revisions int) (string, []string) {
 	w.t.Helper()
-	agent, spn, cfg := id("agt"), id("spn"), id("cfg")
-	w.exec(`INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id) VALUES ($1, 'service_principal', $2, $3)`, spn, w.ns, agent)
-	w.exec(`INSERT INTO occ.configurations (id, namespace_id, driver_id) VALUES ($1, $2, 'configuration-filesystem')`, cfg, w.ns)
-	w.exec(`INSERT INTO occ.agents (id, namespace_id, name, execution_mode, service_principal_id, configuration_id)
-	        VALUES ($1, $2, $3, 'embedded', $4, $5)`, agent, w.ns, "agent-"+agent[4:12], spn, cfg)
+	a := w.fx.Agent(store.AgentRow{NamespaceID: w.ns})
 	var revs []string
-	for n := 1; n <= revisions; n++ {
-		rev := id("rev")
-		w.exec(`INSERT INTO occ.agent_revisions (id, namespace_id, agent_id, revision_number, admitted_spec)
-		        VALUES ($1, $2, $3, $4, '{}')`, rev, w.ns, agent, n)
-		revs = append(revs, rev)
+	for range revisions {
+		revs = append(revs, w.fx.Revision(a, nil).ID)
 	}
-	return agent, revs
+	return a.ID, revs
 }
 
 func (w *backlogWorld) set(agent, desired, status string, active *string) {
@@ -81,13 +76,13 @@ VALUES ($1, $2, $3, $4, 'prn_metrics', $5, $6, $7::text,
 }
 
 func (w *backlogWorld) deploy(agent, rev, state, reason string) {
-	w.work("agent_revision:"+rev+":reconcile", &agent, &rev, nil, nil, state, reason, 0)
+	w.work(platform.RevisionWorkKey(rev), &agent, &rev, nil, nil, state, reason, 0)
 }
 
 func (w *backlogWorld) stop(agent, target, state, reason string, age time.Duration) {
-	key := "agent:" + agent + ":reconcile:" + target
-	if target == "stopped" {
-		key += ":" + id("op")
+	key := platform.AgentDeleteWorkKey(agent)
+	if target == platform.AgentTargetStopped {
+		key = platform.AgentStopWorkKey(agent, id("op"))
 	}
 	w.work(key, &agent, nil, &target, nil, state, reason, age)
 }
@@ -125,7 +120,7 @@ func TestWorkBacklogLifecycleStates(t *testing.T) {
 	w.deploy(a, r[0], "queued", "")
 	expect("deploying")
 
-	a, r = w.agent(1) // deployment admitted, work not written yet (provisioning)
+	a, _ = w.agent(1) // deployment admitted, work not written yet (provisioning)
 	w.set(a, "running", "active", nil)
 	expect("deploying")
 
@@ -246,49 +241,5 @@ func TestWorkPendingAndAgentStatesAreOneReadOnlyStatementEach(t *testing.T) {
 	}
 	if n := tracer.n.Load() - before; n != 1 {
 		t.Fatalf("AgentStates sent %d statements, want 1", n)
-	}
-}
-
-func TestMetricsPoolIsReadOnlyAndBounded(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := pgtest.New(t)
-	pool, err := store.NewMetricsPool(db.AppURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if c := pool.Config(); c.MaxConns != 2 || c.ConnConfig.ConnectTimeout != 500*time.Millisecond {
-		t.Fatalf("max conns %d, connect timeout %v", c.MaxConns, c.ConnConfig.ConnectTimeout)
-	}
-	var readOnly, timeout, app string
-	err = pool.QueryRow(ctx, `SELECT current_setting('default_transaction_read_only'), current_setting('statement_timeout'),
-	  current_setting('application_name')`).Scan(&readOnly, &timeout, &app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if readOnly != "on" || timeout != "1500ms" || app != "occ-worker-metrics" {
-		t.Fatalf("read only %q, statement timeout %q, application %q", readOnly, timeout, app)
-	}
-	_, err = pool.Exec(ctx, `INSERT INTO occ.namespaces (id, name) VALUES ($1, 'never')`, id("ns"))
-	if state := sqlState(err); state != "25006" {
-		t.Fatalf("write on the metrics pool: %v (state %s)", err, state)
-	}
-	if _, err := store.WorkBacklog(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	if states, err := store.AgentStatesWithin(ctx, pool, 30*time.Second); err != nil || len(states) != 6 {
-		t.Fatalf("AgentStatesWithin: %v %v", states, err)
-	}
-	_, err = pool.Exec(ctx, `SELECT pg_sleep(5)`)
-	if state := sqlState(err); state != "57014" {
-		t.Fatalf("a slow statement: %v (state %s), want statement timeout", err, state)
-	}
-}
-
-func TestMetricsPoolRefusesABadURL(t *testing.T) {
-	t.Parallel()
-	if _, err := store.NewMetricsPool("postgres://%zz"); err == nil {
-		t.Fatal("accepted")
 	}
 }

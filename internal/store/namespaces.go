@@ -16,12 +16,14 @@ type Namespace struct {
 	CreatedAt         time.Time
 }
 
-// InsertNamespace writes a new Namespace in `provisioning`.
+// InsertNamespace writes a new Namespace in `provisioning`. A name in use or reserved is
+// ErrDuplicate; an existing cluster namespace another live Namespace adopted is refused by
+// ConstraintExistingNamespaceLive.
 func InsertNamespace(ctx context.Context, db DBTX, id, name string, existing *string) (Namespace, error) {
 	n := Namespace{ID: id, Name: name, ExistingNamespace: existing}
 	err := db.QueryRow(ctx, `INSERT INTO occ.namespaces (id, name, existing_namespace) VALUES ($1, $2, $3)
 RETURNING status, created_at`, id, name, existing).Scan(&n.Status, &n.CreatedAt)
-	return n, err
+	return n, classify(err)
 }
 
 const namespaceColumns = `n.id, n.name, n.status, n.existing_namespace, n.created_at`
@@ -30,25 +32,6 @@ func scanNamespace(r pgx.CollectableRow) (Namespace, error) {
 	var n Namespace
 	err := r.Scan(&n.ID, &n.Name, &n.Status, &n.ExistingNamespace, &n.CreatedAt)
 	return n, err
-}
-
-// RowLock selects the row lock a read takes.
-type RowLock int
-
-const (
-	NoLock     RowLock = iota
-	LockShare          // FOR SHARE: serializes with a concurrent deletion
-	LockUpdate         // FOR UPDATE: the deletion itself
-)
-
-func (l RowLock) clause() string {
-	switch l {
-	case LockShare:
-		return ` FOR SHARE`
-	case LockUpdate:
-		return ` FOR UPDATE`
-	}
-	return ``
 }
 
 // GetNamespace reads a live Namespace; a tombstoned or absent one is ErrNotFound. With a lock the
@@ -123,11 +106,20 @@ func GetWorkState(ctx context.Context, db DBTX, key string) (WorkState, error) {
 	return w, err
 }
 
+// RetryFailedNamespaceDeletionParams name the Namespace, the actor its failed teardown must still
+// have, and the actor that takes it over.
+type RetryFailedNamespaceDeletionParams struct {
+	NamespaceID string
+	InitiatorID string
+	ActorID     string
+}
+
 // RetryFailedNamespaceDeletion requeues a failed_permanent teardown whose current actor is
-// initiatorID, replacing the actor with actorID (a takeover when they differ). It reports whether the
-// work was requeued (occ.retry_failed_namespace_deletion).
-func RetryFailedNamespaceDeletion(ctx context.Context, db DBTX, namespaceID, initiatorID, actorID string) (bool, error) {
+// InitiatorID, replacing the actor with ActorID (a takeover when they differ). It reports whether
+// the work was requeued (occ.retry_failed_namespace_deletion).
+func RetryFailedNamespaceDeletion(ctx context.Context, db DBTX, p RetryFailedNamespaceDeletionParams) (bool, error) {
 	var ok bool
-	err := db.QueryRow(ctx, `SELECT occ.retry_failed_namespace_deletion($1, $2, $3)`, namespaceID, initiatorID, actorID).Scan(&ok)
+	err := db.QueryRow(ctx, `SELECT occ.retry_failed_namespace_deletion($1, $2, $3)`,
+		p.NamespaceID, p.InitiatorID, p.ActorID).Scan(&ok)
 	return ok, err
 }

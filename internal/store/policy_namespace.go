@@ -138,13 +138,20 @@ func DeleteBinding(ctx context.Context, db DBTX, id string) (bool, error) {
 	return tag.RowsAffected() == 1, err
 }
 
-// RuntimeAssignmentExists reports whether a binding in the Namespace already gives subjectID a
+// RuntimeAssignmentExistsParams name the Namespace, the identity and the Agent.
+type RuntimeAssignmentExistsParams struct {
+	NamespaceID string
+	SubjectID   string
+	AgentID     string
+}
+
+// RuntimeAssignmentExists reports whether a binding in the Namespace already gives SubjectID a
 // runtime role on the Agent.
-func RuntimeAssignmentExists(ctx context.Context, db DBTX, namespaceID, subjectID, agentID string) (bool, error) {
+func RuntimeAssignmentExists(ctx context.Context, db DBTX, p RuntimeAssignmentExistsParams) (bool, error) {
 	var ok bool
 	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM occ.iam_access_bindings
  WHERE namespace_id = $1 AND identity_subject_id = $2 AND resource_kind = 'agent' AND resource_id = $3
-   AND runtime_role IS NOT NULL)`, namespaceID, subjectID, agentID).Scan(&ok)
+   AND runtime_role IS NOT NULL)`, p.NamespaceID, p.SubjectID, p.AgentID).Scan(&ok)
 	return ok, err
 }
 
@@ -174,7 +181,7 @@ func ListNamespaceServicePrincipals(ctx context.Context, db DBTX, namespaceID st
 
 // GetIdentity reads one identity by id; ErrNotFound when absent.
 func GetIdentity(ctx context.Context, db DBTX, id string) (IAMIdentity, error) {
-	rows, err := LookupIAMIdentities(ctx, db, "", "", id)
+	rows, err := LookupIAMIdentities(ctx, db, LookupIAMIdentitiesParams{ID: id})
 	if err != nil {
 		return IAMIdentity{}, err
 	}
@@ -215,11 +222,18 @@ func GetRevisionAgentState(ctx context.Context, db DBTX, namespaceID, revisionID
 	return a, err
 }
 
+// NamespaceResource names one resource of a Namespace by its IAM kind and id.
+type NamespaceResource struct {
+	NamespaceID string
+	Kind        string
+	ID          string
+}
+
 // NamespaceResourceExists reports whether a Configuration, Secret or ServiceAccount with that id
 // exists in the Namespace. Other kinds have no table yet and never exist.
-func NamespaceResourceExists(ctx context.Context, db DBTX, namespaceID, kind, id string) (bool, error) {
+func NamespaceResourceExists(ctx context.Context, db DBTX, r NamespaceResource) (bool, error) {
 	var table string
-	switch kind {
+	switch r.Kind {
 	case "configuration":
 		table = "occ.configurations"
 	case "secret":
@@ -231,7 +245,7 @@ func NamespaceResourceExists(ctx context.Context, db DBTX, namespaceID, kind, id
 	}
 	var ok bool
 	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE namespace_id = $1 AND id = $2)`,
-		namespaceID, id).Scan(&ok)
+		r.NamespaceID, r.ID).Scan(&ok)
 	return ok, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -56,6 +57,20 @@ func scanWork(row pgx.CollectableRow) (WorkRecord, error) {
 // ErrNoRows is returned by fenced writes that matched nothing: the claim is lost.
 var ErrNoRows = errors.New("no rows")
 
+// WorkNotifyChannel is the LISTEN/NOTIFY channel that wakes idle workers.
+const WorkNotifyChannel = "occ_controller_work"
+
+// WorkRow is the owner and target of one unit of controller work: what EnqueueWork inserts.
+type WorkRow struct {
+	Key             string
+	NamespaceID     string
+	AgentID         *string
+	RevisionID      *string
+	ActorID         string
+	NamespaceTarget *string
+	AgentTarget     *string
+}
+
 // EnqueueWork inserts a queued row and notifies idle workers (delivered on commit), or returns
 // the existing row with that key unchanged (inserted false).
 func EnqueueWork(ctx context.Context, db DBTX, w WorkRow, availableAt *time.Time) (WorkRecord, bool, error) {
@@ -94,7 +109,8 @@ func GetWork(ctx context.Context, db DBTX, key string) (WorkRecord, error) {
 // (COALESCE(agent_id, namespace_id)) and none in a lane that is already claimed. Each claim gets
 // attempt + 1, a fresh token and a lease measured on the database clock. Rows are skipped, not
 // waited for, when another claimer holds them. Two claimers that pick different rows of one lane
-// collide on controller_work_one_claim_per_resource (23505); the caller retries.
+// collide on controller_work_one_claim_per_resource; that race, a serialization failure and a
+// deadlock are ErrRetryableRace, and the caller retries.
 //
 // Due rows are compared with statement_timestamp(), not clock_timestamp(): a volatile function
 // cannot bound an index scan, and with 10 000 rows waiting in backoff every claim read them all
@@ -124,9 +140,20 @@ UPDATE occ.controller_work w
  WHERE w.idempotency_key = picked.key
 RETURNING `+workColumns, limit, maxAttempts, lease.Milliseconds())
 	if err != nil {
-		return nil, err
+		return nil, claimRace(err)
 	}
-	return pgx.CollectRows(rows, scanWork)
+	recs, err := pgx.CollectRows(rows, scanWork)
+	return recs, claimRace(err)
+}
+
+// claimRace classifies a claim's failure: two claimers that picked different rows of one lane are
+// a race like a serialization failure, not a duplicate.
+func claimRace(err error) error {
+	err = classify(err)
+	if RefusedBy(err, constraintOneClaimPerResource) {
+		return fmt.Errorf("%w: %w", ErrRetryableRace, err)
+	}
+	return err
 }
 
 // RenewedLease is one lease that a renewal extended.
@@ -191,16 +218,18 @@ func backoff(n, jitter string) string {
 	return `(LEAST(300000, 1000 * power(2, LEAST(GREATEST(` + n + ` - 1, 0), 30))) * COALESCE(` + jitter + `, random()))`
 }
 
+// fencedTransition runs one fenced write: ErrNoRows when the fence matched nothing, and result
+// data its state and code do not allow is refused by ConstraintWorkResultValid (ErrCheck).
 func fencedTransition(ctx context.Context, db DBTX, sql string, args ...any) (WorkRecord, error) {
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
-		return WorkRecord{}, err
+		return WorkRecord{}, classify(err)
 	}
 	rec, err := pgx.CollectExactlyOneRow(rows, scanWork)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return WorkRecord{}, ErrNoRows
 	}
-	return rec, err
+	return rec, classify(err)
 }
 
 // CompleteWork marks the claimed row succeeded with its reason code and result data.
@@ -447,18 +476,4 @@ func nullableRaw(b json.RawMessage) any {
 		return nil
 	}
 	return string(b)
-}
-
-// FillNamespaceWork inserts n queued Namespace ensure items, each for a new Namespace (so each in
-// its own lane), in one statement and without Enqueue's per-row notification: the fixture of the
-// queue benchmarks (internal/queue, bench/cmd/queuebench).
-func FillNamespaceWork(ctx context.Context, db DBTX, n int, actorID string) error {
-	_, err := db.Exec(ctx, `
-WITH ns AS (
-  INSERT INTO occ.namespaces (id, name)
-  SELECT id, id FROM (SELECT 'ns_' || gen_random_uuid() AS id FROM generate_series(1, $1)) s
-  RETURNING id)
-INSERT INTO occ.controller_work (idempotency_key, namespace_id, actor_id, namespace_target)
-SELECT 'namespace:' || id || ':reconcile:ready', id, $2, 'ready' FROM ns`, n, actorID)
-	return err
 }

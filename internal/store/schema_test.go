@@ -11,6 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -24,33 +27,21 @@ func sqlState(err error) string {
 	return ""
 }
 
-// fixture is one Namespace with one Agent and one revision, written as the application role.
-type fixture struct {
+// agentFixture is one Namespace with one Agent and one revision, written as the application role.
+type agentFixture struct {
 	ns, agent, rev, cfg, spn, actor string
+	agentRow                        store.AgentRow
+	revRow                          store.RevisionRow
 }
 
-func newFixture(t *testing.T, app *pgxpool.Pool) fixture {
+func newFixture(t *testing.T, app *pgxpool.Pool) agentFixture {
 	t.Helper()
-	ctx := context.Background()
-	f := fixture{ns: id("ns"), agent: id("agt"), rev: id("rev"), cfg: id("cfg"), spn: id("spn"), actor: id("prn")}
-	stmts := []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO occ.namespaces (id, name) VALUES ($1, $2)`, []any{f.ns, "team-" + f.ns[3:11]}},
-		{`INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id) VALUES ($1, 'service_principal', $2, $3)`, []any{f.spn, f.ns, f.agent}},
-		{`INSERT INTO occ.configurations (id, namespace_id, driver_id) VALUES ($1, $2, 'configuration-filesystem')`, []any{f.cfg, f.ns}},
-		{`INSERT INTO occ.agents (id, namespace_id, name, execution_mode, service_principal_id, configuration_id)
-		  VALUES ($1, $2, 'triage', 'embedded', $3, $4)`, []any{f.agent, f.ns, f.spn, f.cfg}},
-		{`INSERT INTO occ.agent_revisions (id, namespace_id, agent_id, revision_number, admitted_spec)
-		  VALUES ($1, $2, $3, 1, '{}')`, []any{f.rev, f.ns, f.agent}},
-	}
-	for _, s := range stmts {
-		if _, err := app.Exec(ctx, s.sql, s.args...); err != nil {
-			t.Fatalf("fixture %q: %v", s.sql, err)
-		}
-	}
-	return f
+	fx := fixture.New(t, app)
+	ns := fx.Namespace()
+	a := fx.Agent(store.AgentRow{NamespaceID: ns.ID, Name: "triage"})
+	r := fx.Revision(a, nil)
+	return agentFixture{ns: ns.ID, agent: a.ID, rev: r.ID, cfg: a.ConfigurationID, spn: a.ServicePrincipalID, actor: id("prn"),
+		agentRow: a, revRow: r}
 }
 
 func TestApplicationRoleCannotDeleteWorkAuditOrRewriteRevisions(t *testing.T) {
@@ -59,10 +50,7 @@ func TestApplicationRoleCannotDeleteWorkAuditOrRewriteRevisions(t *testing.T) {
 	db := pgtest.New(t)
 	app := db.App(t)
 	f := newFixture(t, app)
-	if _, err := app.Exec(ctx, `INSERT INTO occ.controller_work (idempotency_key, namespace_id, actor_id, namespace_target)
-	  VALUES ($1, $2, $3, 'ready')`, "namespace:"+f.ns+":reconcile:ready", f.ns, f.actor); err != nil {
-		t.Fatal(err)
-	}
+	fixture.New(t, app).Enqueue(fixture.NamespaceWork(f.ns, platform.NamespaceTargetReady, f.actor))
 	if _, err := app.Exec(ctx, `INSERT INTO occ.audit_events (id, kind, actor_id, action, resource_kind, resource_id, outcome)
 	  VALUES ($1, 'mutation', $2, 'openclaw.namespaces.create', 'namespace', $3, 'success')`, id("aud"), f.actor, f.ns); err != nil {
 		t.Fatal(err)

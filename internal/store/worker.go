@@ -18,13 +18,10 @@ type NamespaceRow struct {
 	CreatedAt         time.Time
 }
 
-func getNamespace(ctx context.Context, db DBTX, id string, lock bool) (NamespaceRow, error) {
-	sql := `SELECT id, name, status, existing_namespace, deleted_at, created_at FROM occ.namespaces WHERE id = $1`
-	if lock {
-		sql += ` FOR UPDATE`
-	}
+func getNamespace(ctx context.Context, db DBTX, id string, lock RowLock) (NamespaceRow, error) {
 	var n NamespaceRow
-	err := db.QueryRow(ctx, sql, id).Scan(&n.ID, &n.Name, &n.Status, &n.ExistingNamespace, &n.DeletedAt, &n.CreatedAt)
+	err := db.QueryRow(ctx, `SELECT id, name, status, existing_namespace, deleted_at, created_at FROM occ.namespaces
+ WHERE id = $1`+lock.clause(), id).Scan(&n.ID, &n.Name, &n.Status, &n.ExistingNamespace, &n.DeletedAt, &n.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return NamespaceRow{}, ErrNotFound
 	}
@@ -33,12 +30,12 @@ func getNamespace(ctx context.Context, db DBTX, id string, lock bool) (Namespace
 
 // GetNamespaceRow reads a Namespace, tombstoned or not; ErrNotFound when absent.
 func GetNamespaceRow(ctx context.Context, db DBTX, id string) (NamespaceRow, error) {
-	return getNamespace(ctx, db, id, false)
+	return getNamespace(ctx, db, id, NoLock)
 }
 
 // LockNamespace reads and locks a Namespace row (lock order: Namespace, then Agent).
 func LockNamespace(ctx context.Context, db DBTX, id string) (NamespaceRow, error) {
-	return getNamespace(ctx, db, id, true)
+	return getNamespace(ctx, db, id, LockUpdate)
 }
 
 // SetNamespaceStatus changes a Namespace's status (the lifecycle trigger validates the transition).

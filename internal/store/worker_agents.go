@@ -25,14 +25,10 @@ type WorkerAgent struct {
 	ActiveRevisionID    *string
 }
 
-func readWorkerAgent(ctx context.Context, db DBTX, namespaceID, agentID string, lock bool) (WorkerAgent, error) {
-	sql := `SELECT id, namespace_id, execution_mode, service_principal_id, status, desired_runtime_state, active_revision_id
-  FROM occ.agents WHERE namespace_id = $1 AND id = $2`
-	if lock {
-		sql += ` FOR UPDATE`
-	}
+func readWorkerAgent(ctx context.Context, db DBTX, namespaceID, agentID string, lock RowLock) (WorkerAgent, error) {
 	var a WorkerAgent
-	err := db.QueryRow(ctx, sql, namespaceID, agentID).Scan(&a.ID, &a.NamespaceID, &a.ExecutionMode,
+	err := db.QueryRow(ctx, `SELECT id, namespace_id, execution_mode, service_principal_id, status, desired_runtime_state, active_revision_id
+  FROM occ.agents WHERE namespace_id = $1 AND id = $2`+lock.clause(), namespaceID, agentID).Scan(&a.ID, &a.NamespaceID, &a.ExecutionMode,
 		&a.ServicePrincipalID, &a.Status, &a.DesiredRuntimeState, &a.ActiveRevisionID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return WorkerAgent{}, ErrNotFound
@@ -42,12 +38,12 @@ func readWorkerAgent(ctx context.Context, db DBTX, namespaceID, agentID string, 
 
 // ReadWorkerAgent reads an Agent of a Namespace; ErrNotFound when absent.
 func ReadWorkerAgent(ctx context.Context, db DBTX, namespaceID, agentID string) (WorkerAgent, error) {
-	return readWorkerAgent(ctx, db, namespaceID, agentID, false)
+	return readWorkerAgent(ctx, db, namespaceID, agentID, NoLock)
 }
 
 // LockWorkerAgent reads and locks an Agent row (after LockNamespace); ErrNotFound when absent.
 func LockWorkerAgent(ctx context.Context, db DBTX, namespaceID, agentID string) (WorkerAgent, error) {
-	return readWorkerAgent(ctx, db, namespaceID, agentID, true)
+	return readWorkerAgent(ctx, db, namespaceID, agentID, LockUpdate)
 }
 
 // WorkerRevision is one immutable AgentRevision row with its admitted snapshot (undecoded).

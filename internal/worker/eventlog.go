@@ -9,10 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/store"
 )
 
 // Event types of the worker event log (OCC_WORKER_EVENT_LOG).
@@ -305,17 +304,17 @@ func (l *eventLog) published(a *activeClaim, p *publishRecord, sentAt time.Time,
 // errorClass names an error without its message: the SQLSTATE of a PostgreSQL error, a context
 // error, or the driver's class.
 func errorClass(err error) string {
-	var pgErr *pgconn.PgError
+	code, reported := store.ServerErrorCode(err)
 	switch {
-	case errors.As(err, &pgErr):
-		return "sqlstate:" + pgErr.Code
+	case reported:
+		return "sqlstate:" + code
 	case errors.Is(err, context.DeadlineExceeded):
 		return "context-deadline"
 	case errors.Is(err, context.Canceled):
 		return "context-canceled"
 	case errors.Is(err, queue.ErrClaimLost):
 		return "claim-lost"
-	case pgconn.SafeToRetry(err) || pgconn.Timeout(err):
+	case store.ConnectionFailed(err):
 		return "connection"
 	}
 	return driver.ErrorClass(err) + ":" + fmt.Sprintf("%T", err)

@@ -300,7 +300,7 @@ func TestFailedDeploymentAddsPredecessorStop(t *testing.T) {
 	if st, code := h.waitWork(key); st != queue.StateFailedPermanent || code != "DEPENDENCY_UNAVAILABLE" {
 		t.Fatalf("rev2: %s %s", st, code)
 	}
-	last := w.waitCompletion(t, key, "DEPENDENCY_UNAVAILABLE")
+	w.waitCompletion(t, key, "DEPENDENCY_UNAVAILABLE")
 	lines := w.completions(key)
 	eventually(t, 10*time.Second, "three passes logged", func() bool { lines = w.completions(key); return len(lines) == 3 })
 	codes := []string{}
@@ -315,7 +315,7 @@ func TestFailedDeploymentAddsPredecessorStop(t *testing.T) {
 	if lines[1]["stopYields"] != float64(1) || lines[1]["predecessorStop"] != nil {
 		t.Fatalf("retry line %v", lines[1])
 	}
-	last = lines[2]
+	last := lines[2]
 	if last["predecessorStop"] != simulated.CodeStopFailed || last["stopYields"] != nil {
 		t.Fatalf("final line %v", last)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,11 +9,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 )
 
 const (
@@ -32,7 +31,7 @@ func benchOCC(ctx context.Context, c config, admin *pgx.Conn, adminURL string, w
 		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, occOwnerRole, occPassword),
 		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, occAppRole, occPassword),
 	} {
-		if _, err := admin.Exec(ctx, stmt); err != nil && !isDuplicateObject(err) {
+		if _, err := admin.Exec(ctx, stmt); err != nil && !store.AlreadyExists(err) {
 			return result{}, err
 		}
 	}
@@ -66,7 +65,7 @@ func benchOCC(ctx context.Context, c config, admin *pgx.Conn, adminURL string, w
 	actor := "prn_" + uuid.NewString()
 	for done := 0; done < c.n; {
 		batch := min(10000, c.n-done)
-		if err := store.FillNamespaceWork(ctx, fill, batch, actor); err != nil {
+		if err := fixture.FillNamespaceWork(ctx, fill, batch, actor); err != nil {
 			return result{}, fmt.Errorf("fill: %w", err)
 		}
 		done += batch
@@ -105,11 +104,6 @@ func newPool(ctx context.Context, url string, size int) (*pgxpool.Pool, error) {
 	}
 	cfg.MaxConns = int32(size)
 	return pgxpool.NewWithConfig(ctx, cfg)
-}
-
-func isDuplicateObject(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "42710" || pgErr.Code == "23505")
 }
 
 // burnOCC is one worker process's claim loop without the worker's Compute path: each round runs

@@ -29,6 +29,7 @@ import (
 
 	"github.com/openclaw/occ/bench/internal/figures"
 	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/metrics"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
@@ -128,7 +129,7 @@ func run(ctx context.Context, c config) ([]string, error) {
 		`DROP DATABASE IF EXISTS ` + database + ` WITH (FORCE)`,
 		`CREATE DATABASE ` + database + ` OWNER ` + ownerRole,
 	} {
-		if _, err := admin.Exec(ctx, stmt); err != nil && !isDuplicate(err) {
+		if _, err := admin.Exec(ctx, stmt); err != nil && !store.AlreadyExists(err) {
 			return nil, err
 		}
 	}
@@ -246,7 +247,7 @@ SET client_min_messages = notice; SET ROLE `+appRole)
 		flushPlans()
 		timing := app
 		if op.metrics {
-			mp, err := store.NewMetricsPool(withUser(adminURL, appRole, database))
+			mp, err := metrics.NewPool(withUser(adminURL, appRole, database))
 			if err != nil {
 				return nil, err
 			}
@@ -281,11 +282,6 @@ SET client_min_messages = notice; SET ROLE `+appRole)
 	flushPlans()
 	printReport(results)
 	return failures, writeFigures(c, results, failures)
-}
-
-func isDuplicate(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "42710" || pgErr.Code == "23505")
 }
 
 // --- fixture -----------------------------------------------------------------------------------
@@ -357,7 +353,7 @@ type operation struct {
 	name       string
 	iterations int      // cap on measured iterations (0: -n)
 	allowSeq   []string // large tables this operation reads in full by design
-	// metrics: timed on the worker's metrics pool (store.NewMetricsPool: one connection, 1.5 s
+	// metrics: timed on the worker's metrics pool (metrics.NewPool: one connection, 1.5 s
 	// statement timeout, read-only, its session settings), as the worker's /metrics runs it.
 	metrics bool
 	run     func(ctx context.Context, db *pgxpool.Pool, i int) error

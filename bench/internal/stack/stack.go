@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,10 +21,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openclaw/occ/internal/devstack"
+	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -127,7 +126,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		`DROP DATABASE IF EXISTS ` + db + ` WITH (FORCE)`,
 		`CREATE DATABASE ` + db + ` OWNER ` + ownerRole,
 	} {
-		if _, err := admin.Exec(ctx, stmt); err != nil && !isDuplicate(err) {
+		if _, err := admin.Exec(ctx, stmt); err != nil && !store.AlreadyExists(err) {
 			return s, err
 		}
 	}
@@ -449,9 +448,4 @@ func withUser(raw, role, pw, database string) string {
 	}
 	u.Path = "/" + database
 	return u.String()
-}
-
-func isDuplicate(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "42710" || pgErr.Code == "23505")
 }

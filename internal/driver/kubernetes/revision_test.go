@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,11 +14,10 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 	"github.com/openclaw/occ/internal/testkit/kubetest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 // --- fixtures ------------------------------------------------------------------------------------
-
-const revTestReady = 90 * time.Second
 
 func revTestNamespace() driver.Namespace {
 	id := "ns_" + uuid.NewString()
@@ -79,17 +79,14 @@ func rtPrepareOnce(t *testing.T, d *Compute, rev driver.Revision, rc driver.Revi
 // prepareUntil repeats PrepareRevision until done accepts the readiness.
 func rtPrepareUntil(t *testing.T, d *Compute, rev driver.Revision, rc driver.RevisionContext, what string, done func(driver.RevisionReadiness) bool) driver.RevisionReadiness {
 	t.Helper()
-	deadline := time.Now().Add(revTestReady)
-	for {
-		r := rtPrepareOnce(t, d, rev, rc)
-		if done(r) {
-			return r
+	var r driver.RevisionReadiness
+	wait.NoError(t, wait.Long, fmt.Sprintf("PrepareRevision %d to be %s", rev.Number, what), func() error {
+		if r = rtPrepareOnce(t, d, rev, rc); !done(r) {
+			return fmt.Errorf("last %+v", r)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("PrepareRevision %d: not %s after %s (last %+v)", rev.Number, what, revTestReady, r)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
+	return r
 }
 
 func rtPrepareReady(t *testing.T, d *Compute, rev driver.Revision, rc driver.RevisionContext) {
@@ -325,7 +322,7 @@ func TestRevisionEmbeddedDeploy(t *testing.T) {
 	if r.Ready {
 		t.Fatal("ready before any Pod ran")
 	}
-	kubetest.Eventually(t, 30*time.Second, "gateway Pod created", func() (bool, error) {
+	wait.Until(t, wait.Medium, "gateway Pod created", func() (bool, error) {
 		return len(rtRevisionPods(t, c, k8s, rev)) == 1, nil
 	})
 	if r := rtPrepareOnce(t, d, rev, rc); r.Ready || r.RuntimeFailure != nil || r.PendingReason != "" {
@@ -585,7 +582,7 @@ func TestRevisionDedicated(t *testing.T) {
 	}
 	c.Kubelet().Resume()
 	paused = false
-	kubetest.Eventually(t, 60*time.Second, "stop of revision 1", func() (bool, error) {
+	wait.Until(t, wait.Long, "stop of revision 1", func() (bool, error) {
 		err := d.StopRevision(yieldCtx, rev1)
 		if driver.IsStopYielded(err) {
 			return false, err

@@ -2,24 +2,21 @@ package kubernetes
 
 import (
 	"context"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 	"github.com/openclaw/occ/internal/testkit/kubetest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 // Shared test helpers of the package: a driver for a kubetest cluster and Namespace lifecycles.
 
 // testComputeID is the selection id of drivers built by newTestCompute.
 const testComputeID = "compute-kubernetes-test"
-
-// testConvergence bounds how long a helper repeats a Namespace operation (namespace deletion waits
-// for the namespace controller).
-const testConvergence = 90 * time.Second
 
 // testDigest is a syntactically valid image digest.
 const testDigest = "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -101,28 +98,24 @@ func tenantNamespaceName(ns driver.Namespace) string {
 func pollObservation(t testing.TB, what string, op func(context.Context) (driver.NamespaceObservation, error),
 	check func(driver.NamespaceObservation) error, done func(driver.NamespaceObservation) bool) driver.NamespaceObservation {
 	t.Helper()
-	deadline := time.Now().Add(testConvergence)
-	wait := 20 * time.Millisecond
-	for {
-		obs, err := op(context.Background())
-		if err != nil {
+	var obs driver.NamespaceObservation
+	wait.NoError(t, wait.Long, what, func() error {
+		var err error
+		if obs, err = op(context.Background()); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		if err := check(obs); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		if done(obs) {
-			return obs
+			return nil
 		}
 		if obs.Failure == driver.FailurePermanent {
 			t.Fatalf("%s: permanent failure: %s", what, obs.Reason)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after %s (failure %q, reason %q)", what, testConvergence, obs.Failure, obs.Reason)
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, 500*time.Millisecond)
-	}
+		return fmt.Errorf("failure %q, reason %q", obs.Failure, obs.Reason)
+	})
+	return obs
 }
 
 // ensureTestNamespace calls EnsureNamespace until ns is ready and returns its Kubernetes namespace

@@ -12,6 +12,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/builtin"
 	"github.com/openclaw/occ/internal/driver/drivertest"
 	"github.com/openclaw/occ/internal/driver/simulated"
+	"github.com/openclaw/occ/internal/testkit/testclock"
 )
 
 // inspected adds the contract suite's Inspector to a simulated driver.
@@ -48,29 +49,10 @@ func TestContractWithDelays(t *testing.T) {
 	})
 }
 
-// clock is a manual clock for readiness delays.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func newDriver(t *testing.T, cfg simulated.Config) (*simulated.Driver, *clock) {
+// newDriver returns a driver whose readiness delays run on a manual clock.
+func newDriver(t *testing.T, cfg simulated.Config) (*simulated.Driver, *testclock.Clock) {
 	t.Helper()
-	clk := newClock()
+	clk := testclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	return simulated.New("compute-simulated", cfg, simulated.Options{Now: clk.Now}), clk
 }
 

@@ -53,7 +53,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -229,7 +228,7 @@ func findBinaries(withKCM bool) (string, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return "", fmt.Errorf("Kubernetes test binaries missing in %s: %s; run `make kube-bin` "+
+		return "", fmt.Errorf("the Kubernetes test binaries are missing in %s: %s; run `make kube-bin` "+
 			"(tools/kube/build.sh, about 10 minutes the first time) or set OCC_KUBE_BIN to a directory holding them",
 			dir, strings.Join(missing, ", "))
 	}
@@ -743,28 +742,4 @@ func (c *Cluster) WriteTokenFile(t testing.TB, identity string) string {
 		t.Fatalf("kubetest: write token file: %v", err)
 	}
 	return path
-}
-
-// Eventually polls cond every 100 ms until it returns true, failing the test after timeout with
-// the last error (or message) cond returned.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if err != nil {
-			lastErr = err
-		}
-		if time.Now().After(deadline) {
-			if lastErr == nil {
-				lastErr = errors.New("condition still false")
-			}
-			t.Fatalf("kubetest: %s: not done after %s: %v", what, timeout, lastErr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

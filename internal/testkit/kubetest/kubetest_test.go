@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/occ/internal/testkit/kubetest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 type obj = kubetest.Object
@@ -135,7 +136,7 @@ func TestDeploymentServiceLifecycle(t *testing.T) {
 
 	var podIP, podName string
 	created := time.Now()
-	kubetest.Eventually(t, 60*time.Second, "pod ready", func() (bool, error) {
+	wait.Until(t, wait.Long, "pod ready", func() (bool, error) {
 		pods, err := w.List(kubetest.CorePath(ns, "pods", ""), kubetest.Selector(sel))
 		if err != nil || len(pods) != 1 {
 			return false, err
@@ -146,7 +147,7 @@ func TestDeploymentServiceLifecycle(t *testing.T) {
 			podIP != "", nil
 	})
 	t.Logf("pod %s ready with IP %s after %s", podName, podIP, time.Since(created).Round(time.Millisecond))
-	kubetest.Eventually(t, 60*time.Second, "deployment available", func() (bool, error) {
+	wait.Until(t, wait.Long, "deployment available", func() (bool, error) {
 		d, err := w.Get(kubetest.GroupPath("apps/v1", ns, "deployments", "web"))
 		if err != nil {
 			return false, err
@@ -154,7 +155,7 @@ func TestDeploymentServiceLifecycle(t *testing.T) {
 		ready, _ := kubetest.Field(d, "status", "readyReplicas").(float64)
 		return ready == 1 && conditionStatus(d, "Available") == "True", nil
 	})
-	kubetest.Eventually(t, 60*time.Second, "endpoint ready", func() (bool, error) {
+	wait.Until(t, wait.Long, "endpoint ready", func() (bool, error) {
 		r, err := endpointReady(w, ns, "web", podIP)
 		return r == "true", err
 	})
@@ -163,7 +164,7 @@ func TestDeploymentServiceLifecycle(t *testing.T) {
 	// A failing container makes the Pod and its endpoint not ready, and back.
 	k := c.Kubelet()
 	k.SetFailing(ns, sel, true)
-	kubetest.Eventually(t, 30*time.Second, "endpoint not ready", func() (bool, error) {
+	wait.Until(t, wait.Medium, "endpoint not ready", func() (bool, error) {
 		r, err := endpointReady(w, ns, "web", podIP)
 		return r == "false", err
 	})
@@ -177,7 +178,7 @@ func TestDeploymentServiceLifecycle(t *testing.T) {
 		t.Fatalf("failing pod status: %v", p["status"])
 	}
 	k.SetFailing(ns, sel, false)
-	kubetest.Eventually(t, 30*time.Second, "endpoint ready again", func() (bool, error) {
+	wait.Until(t, wait.Medium, "endpoint ready again", func() (bool, error) {
 		r, err := endpointReady(w, ns, "web", podIP)
 		return r == "true", err
 	})
@@ -186,7 +187,7 @@ func TestDeploymentServiceLifecycle(t *testing.T) {
 	if err := w.Delete(kubetest.GroupPath("apps/v1", ns, "deployments", "web"), nil); err != nil {
 		t.Fatal(err)
 	}
-	kubetest.Eventually(t, 60*time.Second, "pod removed", func() (bool, error) {
+	wait.Until(t, wait.Long, "pod removed", func() (bool, error) {
 		pods, err := w.List(kubetest.CorePath(ns, "pods", ""), nil)
 		return err == nil && len(pods) == 0, err
 	})
@@ -196,7 +197,7 @@ func TestDeploymentServiceLifecycle(t *testing.T) {
 	if err := w.Delete(kubetest.CorePath("", "namespaces", ns), nil); err != nil {
 		t.Fatal(err)
 	}
-	kubetest.Eventually(t, 60*time.Second, "namespace gone", func() (bool, error) {
+	wait.Until(t, wait.Long, "namespace gone", func() (bool, error) {
 		_, err := w.Get(kubetest.CorePath("", "namespaces", ns))
 		if kubetest.IsNotFound(err) {
 			return true, nil
@@ -260,7 +261,7 @@ func TestKubeletRules(t *testing.T) {
 	ns := newNamespace(t, c, kubetest.Admin, "kt-kubelet", nil)
 	// The ServiceAccount admission plugin needs the namespace's default ServiceAccount (created by
 	// the serviceaccount controller).
-	kubetest.Eventually(t, 30*time.Second, "default service account", func() (bool, error) {
+	wait.Until(t, wait.Medium, "default service account", func() (bool, error) {
 		_, err := admin.Get(kubetest.CorePath(ns, "serviceaccounts", "default"))
 		return err == nil, nil
 	})
@@ -284,7 +285,7 @@ func TestKubeletRules(t *testing.T) {
 	}
 	waitRunning := func(name string) {
 		t.Helper()
-		kubetest.Eventually(t, 30*time.Second, name+" running", func() (bool, error) {
+		wait.Until(t, wait.Medium, name+" running", func() (bool, error) {
 			p := getPod(name)
 			return kubetest.Str(p, "status", "phase") == "Running" && conditionStatus(p, "Ready") == "True", nil
 		})
@@ -293,7 +294,7 @@ func TestKubeletRules(t *testing.T) {
 	// Unschedulable.
 	k.SetUnschedulable(ns, map[string]string{"app": "sched"}, true)
 	newPod("sched")
-	kubetest.Eventually(t, 30*time.Second, "unschedulable condition", func() (bool, error) {
+	wait.Until(t, wait.Medium, "unschedulable condition", func() (bool, error) {
 		p := getPod("sched")
 		for _, cd := range kubetest.Slice(p, "status", "conditions") {
 			if kubetest.Str(cd, "type") == "PodScheduled" && kubetest.Str(cd, "status") == "False" &&
@@ -324,7 +325,7 @@ func TestKubeletRules(t *testing.T) {
 	if err := admin.Delete(kubetest.CorePath(ns, "pods", "held"), nil); err != nil {
 		t.Fatal(err)
 	}
-	kubetest.Eventually(t, 30*time.Second, "pod deleted", func() (bool, error) {
+	wait.Until(t, wait.Medium, "pod deleted", func() (bool, error) {
 		_, err := admin.Get(kubetest.CorePath(ns, "pods", "held"))
 		return kubetest.IsNotFound(err), nil
 	})
@@ -408,7 +409,7 @@ func TestPrivateClusterRestart(t *testing.T) {
 		t.Fatalf("configmap after restart: %v %v", cm, err)
 	}
 	// The simulator carries on after the restart.
-	kubetest.Eventually(t, 30*time.Second, "default service account", func() (bool, error) {
+	wait.Until(t, wait.Medium, "default service account", func() (bool, error) {
 		_, err := admin.Get(kubetest.CorePath("default", "serviceaccounts", "default"))
 		return err == nil, nil
 	})
@@ -418,7 +419,7 @@ func TestPrivateClusterRestart(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	kubetest.Eventually(t, 30*time.Second, "pod running after restart", func() (bool, error) {
+	wait.Until(t, wait.Medium, "pod running after restart", func() (bool, error) {
 		p, err := admin.Get(kubetest.CorePath("default", "pods", "after-restart"))
 		return err == nil && conditionStatus(p, "Ready") == "True", err
 	})

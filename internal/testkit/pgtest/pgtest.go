@@ -104,7 +104,7 @@ func (c *cluster) prepare(ctx context.Context) error {
 		fmt.Sprintf(`CREATE ROLE %s LOGIN CREATEDB PASSWORD '%s'`, OwnerRole, password),
 		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, AppRole, password),
 	} {
-		if _, err := admin.Exec(ctx, stmt); err != nil && !isDuplicate(err) {
+		if _, err := admin.Exec(ctx, stmt); err != nil && !store.AlreadyExists(err) {
 			return fmt.Errorf("create role: %w", err)
 		}
 	}
@@ -142,11 +142,6 @@ func (c *cluster) url(role, db string) string {
 	u.User = url.UserPassword(role, password)
 	u.Path = "/" + db
 	return u.String()
-}
-
-func isDuplicate(err error) bool {
-	var pgErr interface{ SQLState() string }
-	return errors.As(err, &pgErr) && (pgErr.SQLState() == "42710" || pgErr.SQLState() == "23505")
 }
 
 // Database is one test's private database.

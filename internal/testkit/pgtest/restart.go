@@ -119,7 +119,7 @@ func (s *Server) NewDatabase(ctx context.Context, name string) (*Database, error
 		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, AppRole, password),
 		fmt.Sprintf(`CREATE DATABASE %s OWNER %s`, name, OwnerRole),
 	} {
-		if _, err := admin.Exec(ctx, stmt); err != nil && !isDuplicate(err) {
+		if _, err := admin.Exec(ctx, stmt); err != nil && !store.AlreadyExists(err) {
 			return nil, err
 		}
 	}

@@ -191,23 +191,27 @@ func (c *Client) Apply(ctx context.Context, path string, obj Object, out any) er
 	return c.write(ctx, http.MethodPatch, path, q, "application/apply-patch+yaml", obj, out)
 }
 
+// strictWrite is the query of Create, Update and MergePatch: an unknown or duplicated field is
+// refused with 400 (fieldValidation=Strict) instead of being dropped with a warning, so that a
+// misspelt field in an object builder fails its test rather than silently doing nothing.
+func (c *Client) strictWrite() url.Values {
+	return url.Values{"fieldManager": {c.fieldManager}, "fieldValidation": {"Strict"}}
+}
+
 // Create POSTs obj to a collection.
 func (c *Client) Create(ctx context.Context, collection string, obj Object, out any) error {
-	q := url.Values{"fieldManager": {c.fieldManager}}
-	return c.write(ctx, http.MethodPost, collection, q, "application/json", obj, out)
+	return c.write(ctx, http.MethodPost, collection, c.strictWrite(), "application/json", obj, out)
 }
 
 // Update replaces an object (PUT); obj should carry metadata.resourceVersion so that a concurrent
 // change is refused with 409.
 func (c *Client) Update(ctx context.Context, path string, obj Object, out any) error {
-	q := url.Values{"fieldManager": {c.fieldManager}}
-	return c.write(ctx, http.MethodPut, path, q, "application/json", obj, out)
+	return c.write(ctx, http.MethodPut, path, c.strictWrite(), "application/json", obj, out)
 }
 
 // MergePatch applies a JSON merge patch.
 func (c *Client) MergePatch(ctx context.Context, path string, patch Object, out any) error {
-	q := url.Values{"fieldManager": {c.fieldManager}}
-	return c.write(ctx, http.MethodPatch, path, q, "application/merge-patch+json", patch, out)
+	return c.write(ctx, http.MethodPatch, path, c.strictWrite(), "application/merge-patch+json", patch, out)
 }
 
 // Delete deletes an object only when it still has uid (and resourceVersion, when given), with
