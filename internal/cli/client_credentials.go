@@ -113,7 +113,6 @@ type contextCredentials struct {
 	ServiceKeyFile string `json:"serviceKeyFile,omitempty"`
 }
 
-
 // load returns the credentials the context names, nil when it names none.
 func (c contextCredentials) load() (credentials, error) {
 	if c.ServiceKeyFile == "" {
