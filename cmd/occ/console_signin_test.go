@@ -156,7 +156,7 @@ func TestConsoleSignInRecoveryOnly(t *testing.T) {
 	b.open("/console/login")
 	b.waitFor("the provider button", hasText("button[data-provider=oidc]", oidcDisplayName))
 	b.waitFor("the folded recovery form", `document.querySelector('details.recovery-sign-in') !== null && !document.querySelector('details.recovery-sign-in').open`)
-	if eval[bool](b, `[...document.querySelectorAll('input[type=password]')].some((e) => e.offsetParent !== null)`) {
+	if eval[bool](b, `[...document.querySelectorAll('input[type=password]')].some((e) => e.checkVisibility())`) {
 		t.Fatal("the password field is shown before the recovery disclosure is opened")
 	}
 	checkWidth(t, b, "mobile", "sign-in recovery-only")
