@@ -20,6 +20,12 @@ function methodName(providerId) {
   return PROVIDER_TITLES[providerId.split(':')[0]] || providerId;
 }
 
+// instanceText shortens the provider instance digest; the full value is the tooltip.
+function instanceText(providerId) {
+  const [name, digest] = providerId.split(':');
+  return digest && digest.length > 12 ? `${name}:${digest.slice(0, 12)}…` : providerId;
+}
+
 export default {
   title: 'Account',
   namespaced: false,
@@ -105,10 +111,10 @@ export default {
         columns: [
           { label: 'Method', cell: (m) => methodName(m.providerId) },
           { label: 'Subject', cell: (m) => h('code', {}, m.subject) },
-          { label: 'Provider instance', cell: (m) => h('code', { class: 'id' }, m.providerId) },
+          { label: 'Provider instance', cell: (m) => h('code', { class: 'id', title: m.providerId }, instanceText(m.providerId)) },
           {
             label: 'Actions', className: 'actions',
-            cell: (m) => (m.providerId === 'credential' ? h('span', { class: 'hint' }, 'Cannot be detached') : h('button', {
+            cell: (m) => (m.providerId === 'credential' ? h('span', { class: 'hint' }, 'Kept') : h('button', {
               type: 'button', class: 'button secondary small', 'aria-label': `Detach ${methodName(m.providerId)} identity ${m.subject}`,
               on: {
                 click: () => confirmThen({ title: 'Detach identity', message: [`${methodName(m.providerId)} sign-in with ${m.subject} ends, with every session of the account.`], confirmLabel: 'Detach identity', danger: true },
