@@ -135,6 +135,14 @@ func TestConsoleSignInWithOIDC(t *testing.T) {
 		t.Fatalf("%s audited refusals", n)
 	}
 
+	// A disabled account: the refusal says why, since only its owner reaches it.
+	version := int(stack.admin.json("GET", "/api/auth/accounts/"+patID, nil, 200)["version"].(float64))
+	stack.admin.json("POST", "/api/auth/accounts/"+patID+"/disable", map[string]any{"expectedVersion": version}, 200)
+	stack.op.LoginAs("pat-at-idp")
+	stranger.open("/console/login")
+	stranger.clickProvider("oidc", hasText(".alert .error-code", "ACCOUNT_DISABLED"))
+	stranger.waitFor("its sentence", hasText(".alert", "Your account is disabled."))
+
 	// The password form, shown unfolded while every account may use a password.
 	admin := newBrowser(t, stack.base, 1280, 900)
 	admin.open("/console/people")
