@@ -308,7 +308,8 @@ func TestConsoleSignInCLILogin(t *testing.T) {
 // TestConsoleSignInAccountControls: an administrator reaches an account from the People page,
 // disables and enables it, detaches its identity and attaches another, each with the version the
 // page read; a change made meanwhile makes the page's next change fail with the conflict code,
-// and nothing changes until the account is read again.
+// and nothing changes until the account is read again. The recovery page then moves the recovery
+// designation to another administrator.
 func TestConsoleSignInAccountControls(t *testing.T) {
 	t.Parallel()
 	chromiumPath(t)
@@ -367,6 +368,22 @@ func TestConsoleSignInAccountControls(t *testing.T) {
 	b.click(".action-failure button", "Refresh")
 	b.waitFor("the new version", hasText(".account-version", fmt.Sprint(version+1)))
 	b.waitFor("the failure gone", `document.querySelector('.action-failure .alert') === null`)
+
+	// The recovery designation moves to another local-password administrator.
+	roleID := stack.inst.scalar(t, `SELECT id FROM occ.iam_roles WHERE namespace_id IS NULL ORDER BY created_at LIMIT 1`)
+	second := stack.admin.json("POST", "/api/auth/accounts", map[string]any{"email": "second-admin@example.com",
+		"password": "a-long-enough-password", "roleId": roleID}, 201)["id"].(string)
+	b.click("a.button", "Recovery account")
+	b.waitFor("the recovery page", hasText("h1", "Recovery account"))
+	b.waitFor("the current holder", hasText(".recovery-user", stack.adminID))
+	b.fill("New recovery account", second)
+	b.click("button", "Move designation")
+	b.click("dialog button", "Move designation")
+	b.waitFor("moved", hasText(".alert", "The recovery account is now "+second))
+	b.waitFor("the new holder", hasText(".recovery-user", second))
+	if rec := stack.admin.json("GET", "/api/auth/recovery", nil, 200); rec["userId"] != second {
+		t.Fatalf("recovery %v", rec)
+	}
 }
 
 // TestConsoleSignInLayout: the new pages at a desktop width and at 390 px show their heading and
