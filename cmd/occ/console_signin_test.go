@@ -306,7 +306,7 @@ func TestConsoleSignInCLILogin(t *testing.T) {
 }
 
 // TestConsoleSignInAccountControls: an administrator reaches an account from the People page,
-// disables and enables it, detaches its identity and attaches another, each with the version the
+// disables and enables it, enrols it, detaches its identity and attaches another, each with the version the
 // page read; a change made meanwhile makes the page's next change fail with the conflict code,
 // and nothing changes until the account is read again. The recovery page then moves the recovery
 // designation to another administrator.
@@ -340,6 +340,10 @@ func TestConsoleSignInAccountControls(t *testing.T) {
 	if a := account(); a["disabled"] != false {
 		t.Fatalf("the account is not enabled: %v", a)
 	}
+
+	// Enrol: every OCC account already is.
+	b.click("button", "Enrol")
+	b.waitFor("enrolled", hasText(".account-notice", "Already enrolled"))
 
 	// Detach the identity and attach another with the form.
 	b.click("button[aria-label^='Detach OIDC identity']", "Detach")

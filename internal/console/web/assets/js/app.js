@@ -198,7 +198,8 @@ async function completeExternalSignIn(pending) {
   try {
     const session = await api.get(api.paths.session, { quiet401: true });
     if (!session) {
-      router.navigate(router.href(SIGN_IN, { authError: pending.provider }), { replace: true });
+      // No callback signed this browser in (a refused one carries authError): an abandoned start.
+      router.navigate(SIGN_IN, { replace: true });
       return;
     }
     const { data } = await api.post(api.paths.providerResult(pending.provider), { attemptId: pending.attemptId }, { quiet401: true });

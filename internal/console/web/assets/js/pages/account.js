@@ -58,14 +58,15 @@ export default {
 
     function show(account, providers) {
       const failure = h('div', { class: 'action-failure' });
-      // send makes one change with the version read; success reads the account again.
-      const send = async (what, path, extra = {}) => {
+      // send makes one change with the version read (enrol takes none); success reads the
+      // account again. what is the notice, or a function of the answer.
+      const send = async (what, path, extra = {}, { versioned = true } = {}) => {
         replace(failure);
         for (const b of body.querySelectorAll('button')) b.disabled = true;
         try {
-          await api.post(path, { ...extra, expectedVersion: account.version });
-          notice = what;
-          announce(what);
+          const { data } = await api.post(path, versioned ? { ...extra, expectedVersion: account.version } : extra);
+          notice = typeof what === 'function' ? what(data) : what;
+          announce(notice);
           await load();
         } catch (err) {
           for (const b of body.querySelectorAll('button')) b.disabled = false;
@@ -102,7 +103,10 @@ export default {
       }, 'Revoke sessions'));
       controls.push(h('button', {
         type: 'button', class: 'button secondary',
-        on: { click: () => send('The account is enrolled.', api.paths.accountAction(userId, 'enrol')) },
+        on: {
+          click: () => send((d) => (d.created ? 'The account is enrolled.' : 'Already enrolled: OCC enrols every account when it is created.'),
+            api.paths.accountAction(userId, 'enrol'), {}, { versioned: false }),
+        },
       }, 'Enrol'));
 
       const methods = dataTable({

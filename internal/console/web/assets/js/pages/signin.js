@@ -8,7 +8,7 @@ import { h, replace } from '../dom.js';
 import * as router from '../router.js';
 import { errorPanel, codedAlert } from '../components/errors.js';
 import { field } from '../components/form.js';
-import { PROVIDER_TITLES, refusal, safeNext, savePending } from '../components/signinflow.js';
+import { PROVIDER_TITLES, refusal, safeNext, savePending, takePending } from '../components/signinflow.js';
 
 const ORDER = ['oidc', 'google', 'github'];
 
@@ -21,6 +21,8 @@ export default {
   title: 'Sign in',
   render(ctx) {
     const next = safeNext(router.query().get('next'));
+    // A sign-in started earlier in this tab and abandoned (Back from the provider) is forgotten.
+    takePending();
     const failure = h('div', { class: 'form-failure' });
     const providerRegion = h('section', { id: 'external-sign-in', class: 'external-sign-in', 'aria-label': 'Sign in with your organization', hidden: true });
     const passwordRegion = h('div', { class: 'password-sign-in', 'aria-busy': 'true' }, h('p', { class: 'loading' }, 'Loading the sign-in methods…'));
