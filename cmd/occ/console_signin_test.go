@@ -399,7 +399,8 @@ func TestConsoleSignInLayout(t *testing.T) {
 	stack := startSignInStack(t, nil)
 	patID := stack.person(t, "pat.with.a.rather-long-address@example.com", "pat-at-idp")
 	// A CLI session of the administrator, so the sessions view has a row.
-	started := (&browserClient{t: t, base: stack.base, http: &http.Client{}}).json("POST", "/api/auth/cli/device-authorizations",
+	anonymous := &browserClient{t: t, base: stack.base, http: &http.Client{}}
+	started := anonymous.json("POST", "/api/auth/cli/device-authorizations",
 		map[string]any{"clientLabel": "occ on a-workstation-with-a-long-host-name.example.internal"}, 201)
 	stack.admin.json("POST", "/api/auth/cli/device-authorizations/decide", map[string]any{"userCode": started["userCode"], "decision": "approve"}, 200)
 	stack.admin.json("POST", "/api/auth/cli/token", map[string]any{"deviceCode": started["deviceCode"]}, 200)
@@ -434,6 +435,15 @@ func TestConsoleSignInLayout(t *testing.T) {
 				b.waitFor(p.name+" content", p.loaded)
 			}
 			checkWidth(t, b, size.name, p.name)
+			if p.name == "cli-login" {
+				// A pending request with a long label, looked up.
+				pending := anonymous.json("POST", "/api/auth/cli/device-authorizations",
+					map[string]any{"clientLabel": "occ on another-workstation-with-a-long-name.example.internal"}, 201)
+				b.fill("Code", pending["userCode"].(string))
+				b.click("button", "Continue")
+				b.waitFor("the request", hasText(".cli-request .client-label", "another-workstation"))
+				checkWidth(t, b, size.name, "cli-login request")
+			}
 			if dir != "" && p.name == "account" && size.name == "desktop" {
 				shoot(t, b, filepath.Join(dir, "account-desktop.png"))
 			}
