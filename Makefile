@@ -43,7 +43,7 @@ bench: ## Every benchmark, one table of figures (BENCH_FULL=1: scalecheck at ful
 
 screenshots: ## Regenerate the console screenshots of docs/console.md (needs Chromium)
 	mkdir -p docs/console
-	OCC_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run '^TestConsoleLayout$$' ./cmd/occ
+	OCC_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run '^TestConsole(Layout|SignInLayout)$$' ./cmd/occ
 
 console-measure: ## Print the console's first-load bytes and 1 000-Agent list time (docs/performance.md; needs Chromium)
 	OCC_CONSOLE_MEASURE=1 $(GO) test -count=1 -v -run '^TestConsoleMeasure$$' ./cmd/occ | grep -E '^(console|agents list)'

@@ -313,7 +313,11 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 	}
 	switch {
 	case route.ExactOrigin:
-		if auth.CheckOrigin(r.Header, s.cfg.AuthBaseURL, auth.OriginCookieUnsafe) != nil {
+		rule := auth.OriginCookieUnsafe
+		if auth.SafeMethod(r.Method) {
+			rule = auth.OriginBrowserRead
+		}
+		if auth.CheckOrigin(r.Header, s.cfg.AuthBaseURL, rule) != nil {
 			return platform.NewError(platform.CodeForbidden, "The request origin is not trusted.")
 		}
 	case route.SignInOrigin:

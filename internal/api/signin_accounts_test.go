@@ -41,6 +41,14 @@ func TestAccountControls(t *testing.T) {
 	if r := e.do(req{method: "GET", path: path, cookie: e.adminCookie()}); r.status != 403 {
 		t.Fatalf("read without Origin: %d", r.status)
 	}
+	// A browser's same-origin GET sends no Origin but Sec-Fetch-Site: same-origin, which pages
+	// cannot set; the console reads accounts that way.
+	if r := e.do(req{method: "GET", path: path, cookie: e.adminCookie(), header: map[string]string{"Sec-Fetch-Site": "same-origin"}}); r.status != 200 {
+		t.Fatalf("a same-origin browser read: %d %s", r.status, r.raw)
+	}
+	if r := e.do(req{method: "GET", path: path, cookie: e.adminCookie(), header: map[string]string{"Sec-Fetch-Site": "cross-site"}}); r.status != 403 {
+		t.Fatalf("a cross-site read: %d", r.status)
+	}
 	if r := e.do(req{method: "GET", path: path, key: e.adminKey}); r.status != 401 {
 		t.Fatalf("read with a service key: %d", r.status)
 	}

@@ -109,6 +109,16 @@ func TestCheckOrigin(t *testing.T) {
 		{OriginSignIn, h("Sec-Fetch-Site", "none"), true},
 		{OriginSignIn, h("Origin", trusted), true},
 		{OriginSignIn, h("Origin", "https://evil.example"), false},
+		{OriginBrowserRead, h("Sec-Fetch-Site", "same-origin"), true},
+		{OriginBrowserRead, h("Origin", trusted), true},
+		{OriginBrowserRead, h("Origin", trusted, "Sec-Fetch-Site", "same-origin"), true},
+		{OriginBrowserRead, h(), false},
+		{OriginBrowserRead, h("Sec-Fetch-Site", "cross-site"), false},
+		{OriginBrowserRead, h("Sec-Fetch-Site", "same-site"), false},
+		{OriginBrowserRead, h("Sec-Fetch-Site", "none"), false},
+		{OriginBrowserRead, h("Origin", "https://evil.example", "Sec-Fetch-Site", "same-origin"), false},
+		{OriginBrowserRead, h("Origin", trusted, "Sec-Fetch-Site", "cross-site"), false},
+		{OriginBrowserRead, h("Sec-Fetch-Site", "same-origin", "Sec-Fetch-Site", "same-origin"), false},
 	} {
 		if err := CheckOrigin(tc.h, trusted, tc.rule); (err == nil) != tc.ok {
 			t.Errorf("%v %v: %v", tc.rule, tc.h, err)

@@ -17,6 +17,11 @@ const (
 	// trusted origin; without Origin, Sec-Fetch-Site: cross-site is refused; a request with neither
 	// (a CLI, curl) passes.
 	OriginSignIn
+	// OriginBrowserRead is the gate of the GET routes that need the exact Origin (the account
+	// reads): an Origin, when sent, must equal the trusted origin and Sec-Fetch-Site, when present,
+	// be same-origin. A browser's same-origin GET carries no Origin, so without one the request
+	// passes only with Sec-Fetch-Site: same-origin, a header pages cannot set.
+	OriginBrowserRead
 )
 
 // ErrOriginRefused is returned when a request fails its Origin gate (403).
@@ -39,6 +44,17 @@ func CheckOrigin(h http.Header, trusted string, rule OriginRule) error {
 			return nil
 		}
 		if len(sites) == 1 && sites[0] == "cross-site" {
+			return ErrOriginRefused
+		}
+		return nil
+	case OriginBrowserRead:
+		if len(origins) == 0 {
+			if len(sites) != 1 || sites[0] != "same-origin" {
+				return ErrOriginRefused
+			}
+			return nil
+		}
+		if origins[0] != trusted || (len(sites) == 1 && sites[0] != "same-origin") {
 			return ErrOriginRefused
 		}
 		return nil

@@ -7,6 +7,7 @@ import { h, replace, announce } from './dom.js';
 import * as router from './router.js';
 import { closeAllDialogs } from './components/dialog.js';
 import { errorPanel } from './components/errors.js';
+import { takePending } from './components/signinflow.js';
 
 const SIGN_IN = '/console/login';
 const HOME = '/console/agents';
@@ -17,7 +18,8 @@ const NAV = [
   { path: '/console/access', label: 'Access', match: /^\/console\/access/ },
   { path: '/console/namespaces', label: 'Namespaces', match: /^\/console\/namespaces/ },
   { path: '/console/audit', label: 'Audit', match: /^\/console\/audit/ },
-  { path: '/console/people', label: 'People', match: /^\/console\/people/ },
+  { path: '/console/people', label: 'People', match: /^\/console\/(people|recovery)/ },
+  { path: '/console/cli-sessions', label: 'CLI sessions', match: /^\/console\/cli-/ },
 ];
 
 const state = {
@@ -186,9 +188,45 @@ function namespaceProblem(sel) {
 let pages = {};
 export function registerPages(p) { pages = p; }
 
+// completeExternalSignIn finishes a provider sign-in in the tab that started it: the callback
+// set the session cookie and a login receipt; the result step trades the receipt for the key.
+async function completeExternalSignIn(pending) {
+  endPage();
+  state.shell = null;
+  const view = h('main', { class: 'center-page', id: 'main', tabindex: '-1' }, h('p', { role: 'status' }, 'Completing the sign-in…'));
+  replace(app(), view);
+  try {
+    const session = await api.get(api.paths.session, { quiet401: true });
+    if (!session) {
+      // No callback signed this browser in (a refused one carries authError): an abandoned start.
+      router.navigate(SIGN_IN, { replace: true });
+      return;
+    }
+    const { data } = await api.post(api.paths.providerResult(pending.provider), { attemptId: pending.attemptId }, { quiet401: true });
+    state.session = { ...session, sessionKey: data.sessionKey };
+    api.setSessionKey(data.sessionKey);
+    state.namespaces = null;
+    router.navigate(pending.next, { replace: true });
+  } catch (err) {
+    replace(view, h('h1', {}, 'Sign-in not completed'),
+      errorPanel(err, { retry: () => router.navigate(SIGN_IN, { replace: true }) }));
+  }
+}
+
 async function render() {
   const path = window.location.pathname;
   if (path === '/console/' || path === '/console') {
+    // A provider's callback lands here: refused, or signed in with a sign-in to finish.
+    const q = router.query();
+    const pending = takePending();
+    if (q.get('authError')) {
+      router.navigate(router.href(SIGN_IN, { authError: q.get('authError'), authReason: q.get('authReason') }), { replace: true });
+      return;
+    }
+    if (pending) {
+      await completeExternalSignIn(pending);
+      return;
+    }
     router.navigate(router.href(HOME, Object.fromEntries(router.query())), { replace: true });
     return;
   }

@@ -11,6 +11,10 @@ import secrets from './pages/secrets.js';
 import access from './pages/access.js';
 import audit from './pages/audit.js';
 import people from './pages/people.js';
+import account from './pages/account.js';
+import recovery from './pages/recovery.js';
+import cliLogin from './pages/cli-login.js';
+import cliSessions from './pages/cli-sessions.js';
 import notFound from './pages/notfound.js';
 
 route('/console/login', signIn);
@@ -22,6 +26,10 @@ route('/console/secrets', secrets);
 route('/console/access', access);
 route('/console/audit', audit);
 route('/console/people', people);
+route('/console/people/:userId', account);
+route('/console/recovery', recovery);
+route('/console/cli-login', cliLogin);
+route('/console/cli-sessions', cliSessions);
 
 registerPages({ signIn, notFound });
 start();

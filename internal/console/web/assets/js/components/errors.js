@@ -49,3 +49,12 @@ export function errorPanel(err, { denied, refresh, retry, title, details: shown 
 
 // isAbort reports a request cancelled because its page went away.
 export function isAbort(err) { return err && err.name === 'AbortError'; }
+
+// codedAlert shows a refusal the console knows by its code alone (no API answer to quote): the
+// sentence, an optional second one, and the code.
+export function codedAlert({ code, lead, message }) {
+  return h('div', { class: 'alert error', role: 'alert' },
+    h('p', { class: 'alert-lead' }, lead),
+    message ? h('p', { class: 'alert-message' }, message) : null,
+    h('p', { class: 'alert-meta' }, 'Code ', h('code', { class: 'error-code' }, code)));
+}
