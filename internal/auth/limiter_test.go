@@ -119,6 +119,8 @@ func TestCheckOrigin(t *testing.T) {
 		{OriginBrowserRead, h("Origin", "https://evil.example", "Sec-Fetch-Site", "same-origin"), false},
 		{OriginBrowserRead, h("Origin", trusted, "Sec-Fetch-Site", "cross-site"), false},
 		{OriginBrowserRead, h("Sec-Fetch-Site", "same-origin", "Sec-Fetch-Site", "same-origin"), false},
+		{OriginBrowserRead, h("Origin", trusted, "Origin", "https://evil.example"), false},
+		{OriginBrowserRead, h("Origin", trusted, "Sec-Fetch-Site", "same-origin", "Sec-Fetch-Site", "cross-site"), false},
 	} {
 		if err := CheckOrigin(tc.h, trusted, tc.rule); (err == nil) != tc.ok {
 			t.Errorf("%v %v: %v", tc.rule, tc.h, err)

@@ -54,7 +54,7 @@ func CheckOrigin(h http.Header, trusted string, rule OriginRule) error {
 			}
 			return nil
 		}
-		if origins[0] != trusted || (len(sites) == 1 && sites[0] != "same-origin") {
+		if len(origins) != 1 || origins[0] != trusted || len(sites) > 1 || (len(sites) == 1 && sites[0] != "same-origin") {
 			return ErrOriginRefused
 		}
 		return nil
