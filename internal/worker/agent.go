@@ -17,7 +17,6 @@ import (
 
 // Agent stop and delete result codes (worker-lifecycle §4.3).
 const (
-	codeInvalidTarget            = "INVALID_TARGET"
 	codeInvalidAgentOwner        = "INVALID_AGENT_OWNER"
 	codeInvalidAgentState        = "INVALID_AGENT_STATE"
 	codeInvalidActiveRevision    = "INVALID_ACTIVE_REVISION"
@@ -84,22 +83,6 @@ func namespaceRef(ns store.NamespaceRow) driver.Namespace {
 	return driver.Namespace{ID: ns.ID, Name: ns.Name, ExistingNamespace: ns.ExistingNamespace}
 }
 
-// effect renews the claim and runs fn under the claim's context (worker-lifecycle §3.1). A claim
-// lost before, during or after fn is errClaimLost, whatever fn returned: the pass must publish
-// nothing.
-func (w *Worker) effect(a *activeClaim, fn func(ctx context.Context) error) error {
-	if err := a.renew(a.ctx); err != nil {
-		return errClaimLost
-	}
-	w.events.effect(a, EventEffectStart, "", nil)
-	err := fn(a.ctx)
-	w.events.effect(a, EventEffectEnd, "", err)
-	if lost, _ := a.state(); lost {
-		return errClaimLost
-	}
-	return err
-}
-
 // bindAgent hands the approved Agent to a Compute Driver that wants it before revision work.
 func (w *Worker) bindAgent(a *activeClaim, ns store.NamespaceRow, agent store.WorkerAgent) error {
 	binder, ok := w.cfg.Compute.(driver.AgentBinder)
@@ -108,8 +91,6 @@ func (w *Worker) bindAgent(a *activeClaim, ns store.NamespaceRow, agent store.Wo
 	}
 	return w.effect(a, func(ctx context.Context) error { return binder.BindAgent(ctx, namespaceRef(ns), agentRef(agent)) })
 }
-
-func permanent(code string) result { return result{outcome: outcomePermanent, code: code} }
 
 // agentResource is the audit and IAM reference of an Agent.
 func agentResource(nsID, agentID string) iam.Resource {
@@ -188,15 +169,6 @@ func (w *Worker) agentStopPass(a *activeClaim) (result, passReport, error) {
 	rep := w.exhaustedReport(a, d.result)
 	rep.yielded = d.yielded
 	return d.result, rep, err
-}
-
-// exhaustedReport logs an exhausted retry of Agent work as outcome permanent, while its result
-// stays the classification (retry).
-func (w *Worker) exhaustedReport(a *activeClaim, r result) passReport {
-	if r.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts() {
-		return passReport{outcome: outcomePermanent}
-	}
-	return passReport{}
 }
 
 func (w *Worker) decideStop(a *activeClaim) (stopDecision, error) {
@@ -316,16 +288,6 @@ func (w *Worker) decideStop(a *activeClaim) (stopDecision, error) {
 		d.code, d.stopped = codeAgentStopped, active.row.ID
 	}
 	return d, nil
-}
-
-// claimLostOr returns errClaimLost for a lost claim; any other error becomes the retry
-// DEPENDENCY_UNAVAILABLE in *r and nil.
-func claimLostOr(err error, r *result) error {
-	if errors.Is(err, errClaimLost) {
-		return errClaimLost
-	}
-	*r = dependencyFailure(err)
-	return nil
 }
 
 func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *stopDecision) error {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/driver"
@@ -15,89 +12,12 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Pass outcomes (worker.completed `outcome`).
+// Namespace result codes.
 const (
-	outcomeSuccess   = "success"
-	outcomePending   = "pending"
-	outcomeRetry     = "retry"
-	outcomePermanent = "permanent"
+	codeNamespaceReconciled = "NAMESPACE_RECONCILED"
+	codeNamespaceIncomplete = "NAMESPACE_INCOMPLETE"
+	codeSupersededTarget    = "SUPERSEDED_TARGET"
 )
-
-// Namespace result codes (worker-lifecycle §4.3).
-const (
-	codeNamespaceReconciled   = "NAMESPACE_RECONCILED"
-	codeNamespaceIncomplete   = "NAMESPACE_INCOMPLETE"
-	codeSupersededTarget      = "SUPERSEDED_TARGET"
-	codeDependencyUnavailable = "DEPENDENCY_UNAVAILABLE"
-	codeAuthorizationDenied   = "AUTHORIZATION_DENIED"
-	codeActorRevoked          = "ACTOR_REVOKED"
-	codeInvalidObservation    = "INVALID_DRIVER_OBSERVATION"
-	codeDeadlineExceeded      = "CONVERGENCE_DEADLINE_EXCEEDED"
-)
-
-// result is what a pass decided before its finalization.
-type result struct {
-	outcome     string
-	code        string
-	reason      string // the driver's bounded reason (log only)
-	cause       string // error class of a failure
-	dependency  string
-	observation *driver.NamespaceObservation
-	denial      *denial
-	// status and statusReason are the HTTP answer behind a dependency failure (log only): the
-	// status, and the dependency's reason word (the Kubernetes Status reason, such as Forbidden)
-	// when the driver kept one.
-	status       int
-	statusReason string
-}
-
-// denial is a reauthorization that refused the stored actor; it is audited.
-type denial struct {
-	request  iam.Request
-	decision iam.Decision
-	code     string
-}
-
-type txDB = pgx.Tx
-
-// finalize runs one finalization transaction that starts with a renewal of the claim: the
-// resource change, the audit and the queue transition commit together, and only under a live
-// claim. It is not cancelled by the claim's own context (it must be able to record a
-// claim-independent failure), but a lost claim fails its first statement.
-func (w *Worker) finalize(a *activeClaim, fn func(ctx context.Context, tx txDB) error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 2*w.q.LeaseDuration()+10*time.Second)
-	defer cancel()
-	ctx, pub := w.events.withPublish(ctx)
-	begun := time.Now()
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		if err := a.renewInTx(ctx, tx); err != nil {
-			return err
-		}
-		return fn(ctx, tx)
-	})
-	w.events.published(a, pub, begun, err)
-	return err
-}
-
-// reauthorize checks the stored actor against current policy. A storage failure is an error (the
-// pass retries); an unknown identity is ACTOR_REVOKED; a refusal is AUTHORIZATION_DENIED.
-func (w *Worker) reauthorize(ctx context.Context, req iam.Request) (*denial, error) {
-	d, err := w.iam.Authorize(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if !iam.CheckDecision(d, w.cfg.IAMDriverID) {
-		return nil, errors.New("worker: malformed IAM decision")
-	}
-	if d.Allowed {
-		return nil, nil
-	}
-	code := codeAuthorizationDenied
-	if d.Reason == iam.ReasonNotProvisioned {
-		code = codeActorRevoked
-	}
-	return &denial{request: req, decision: d, code: code}, nil
-}
 
 type namespaceKind int
 
@@ -106,6 +26,14 @@ const (
 	deletePass
 )
 
+// call names the Compute call of the pass.
+func (k namespaceKind) call() string {
+	if k == ensurePass {
+		return "EnsureNamespace"
+	}
+	return "DeleteNamespace"
+}
+
 func (k namespaceKind) wantStatus() string {
 	if k == ensurePass {
 		return "provisioning"
@@ -113,7 +41,7 @@ func (k namespaceKind) wantStatus() string {
 	return "deleting"
 }
 
-// namespacePass is the Namespace ensure pass (§3.3) or delete pass (§3.4).
+// namespacePass is the Namespace ensure pass or delete pass.
 func (w *Worker) namespacePass(a *activeClaim, kind namespaceKind) (result, error) {
 	r := w.decideNamespace(a, kind)
 	if lost, _ := a.state(); lost {
@@ -180,28 +108,19 @@ func (w *Worker) decideNamespace(a *activeClaim, kind namespaceKind) result {
 		}
 	}
 
-	if err := a.renew(ctx); err != nil {
-		return result{}
-	}
 	target := driver.Namespace{ID: ns.ID, Name: ns.Name, ExistingNamespace: ns.ExistingNamespace}
-	var obs driver.NamespaceObservation
-	if kind == ensurePass {
-		w.events.effect(a, EventEffectStart, "EnsureNamespace", nil)
-		obs, err = w.cfg.Compute.EnsureNamespace(ctx, target)
-		w.events.effect(a, EventEffectEnd, "EnsureNamespace", err)
-		if err == nil {
-			err = driver.CheckEnsureObservation(ns.ID, obs)
-		}
-	} else {
-		w.events.effect(a, EventEffectStart, "DeleteNamespace", nil)
-		obs, err = w.cfg.Compute.DeleteNamespace(ctx, target)
-		w.events.effect(a, EventEffectEnd, "DeleteNamespace", err)
-		if err == nil {
-			err = driver.CheckDeleteObservation(ns.ID, obs)
-		}
+	call, check := w.cfg.Compute.EnsureNamespace, driver.CheckEnsureObservation
+	if kind == deletePass {
+		call, check = w.cfg.Compute.DeleteNamespace, driver.CheckDeleteObservation
 	}
-	if lost, _ := a.state(); lost {
+	obs, err := effectValue(w, a, kind.call(), func(ctx context.Context) (driver.NamespaceObservation, error) {
+		return call(ctx, target)
+	})
+	if errors.Is(err, errClaimLost) {
 		return result{}
+	}
+	if err == nil {
+		err = check(ns.ID, obs)
 	}
 	var invalid *driver.InvalidObservationError
 	switch {
@@ -242,24 +161,6 @@ func classifyNamespace(kind namespaceKind, obs driver.NamespaceObservation) resu
 		r.outcome = outcomePending
 	}
 	return r
-}
-
-func dependencyFailure(err error) result {
-	r := result{outcome: outcomeRetry, code: codeDependencyUnavailable, cause: driver.ErrorClass(err)}
-	var dep *driver.TransientDependencyError
-	if errors.As(err, &dep) {
-		r.dependency, r.status = dep.Dependency, dep.Status
-	}
-	r.withHTTPStatus(err)
-	return r
-}
-
-// withHTTPStatus keeps the HTTP answer err carries (driver.HTTPFailure) for the log.
-func (r *result) withHTTPStatus(err error) {
-	var hf driver.HTTPFailure
-	if r.status == 0 && errors.As(err, &hf) {
-		r.status, r.statusReason = hf.HTTPStatus()
-	}
 }
 
 // finalizeNamespace applies a Namespace pass inside its finalization transaction. It returns the

@@ -55,16 +55,6 @@ var heldRuntimeFailures = map[string]string{
 	driver.RuntimeIncompatibleResponse: "RUNTIME_STARTUP_FAILED",
 }
 
-// passReport is what runPass logs beyond the result: an outcome that differs from the
-// classification (an exhausted retry of Agent work is permanent) and extra worker.completed fields.
-type passReport struct {
-	outcome string
-	attrs   []any
-	// yielded: the pass ended pending because a stop yielded (its line is rate-limited);
-	// predecessor: that stop was a predecessor's.
-	yielded, predecessor bool
-}
-
 // ---- deploy timing (worker.completed fields of deploy passes; this process only) ----
 
 type deployTiming struct {

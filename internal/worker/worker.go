@@ -282,18 +282,18 @@ func (w *Worker) runPass(a *activeClaim) {
 	lost, cause := a.state()
 	switch {
 	case cause == CauseWorkerStopping:
-		outcome = "error"
+		outcome = outcomeError
 		w.log.Info("worker.pass-interrupted", "workId", work.Key, "attempt", a.claim.Attempt(),
 			"operation", queue.Operation(work), "cause", CauseWorkerStopping)
 	case errors.Is(err, queue.ErrClaimLost) || lost:
-		outcome = "claim_lost"
+		outcome = outcomeClaimLost
 		if cause == "" {
 			cause = CauseRenewalRefused // the finalization's own renewal found the claim gone
 		}
 		w.log.Error("worker.error", "code", "CLAIM_LOST", "workId", work.Key, "attempt", a.claim.Attempt(),
 			"operation", queue.Operation(work), "cause", cause)
 	case err != nil:
-		outcome = "error"
+		outcome = outcomeError
 		attrs := []any{"code", "WORKER_UNAVAILABLE", "workId", work.Key, "attempt", a.claim.Attempt(),
 			"operation", queue.Operation(work), "errorClass", driver.ErrorClass(err)}
 		var refusal *refusalUnavailableError
@@ -334,9 +334,9 @@ func (w *Worker) runPass(a *activeClaim) {
 		}
 		w.log.Info("worker.completed", attrs...)
 	}
-	w.events.released(a, outcome, cause)
+	w.events.released(a, string(outcome), cause)
 	if w.cfg.Metrics != nil {
-		w.cfg.Metrics.ObserveAttempt(queue.MetricKind(work), outcome, time.Since(started))
+		w.cfg.Metrics.ObserveAttempt(queue.MetricKind(work), string(outcome), time.Since(started))
 	}
 }
 
