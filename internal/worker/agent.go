@@ -210,7 +210,7 @@ func (w *Worker) decideStop(a *activeClaim) (stopDecision, error) {
 		return stopDecision{result: dependencyFailure(err)}, nil
 	}
 	d := stopDecision{principal: principal}
-	if agent.DesiredRuntimeState != "stopped" {
+	if agent.DesiredRuntimeState != store.RuntimeStopped {
 		d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded} // a later deploy won
 		return d, nil
 	}
@@ -268,7 +268,7 @@ func (w *Worker) decideStop(a *activeClaim) (stopDecision, error) {
 			return d, nil
 		case err != nil:
 			return d, claimLostOr(err, &d.result)
-		case current.DesiredRuntimeState != "stopped":
+		case current.DesiredRuntimeState != store.RuntimeStopped:
 			d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded}
 			return d, nil
 		}
@@ -303,10 +303,10 @@ func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *s
 			d.result, d.stopped = permanent(codeInvalidAgentOwner), ""
 		case err != nil:
 			return err
-		case agent.DesiredRuntimeState != "stopped":
+		case agent.DesiredRuntimeState != store.RuntimeStopped:
 			d.code, d.stopped = codeStopSuperseded, "" // a deploy admitted meanwhile: keep the pointer
 		case d.stopped != "":
-			cleared, err := store.ClearActiveRevisionIfUnchanged(ctx, tx, work.NamespaceID, agent.ID, d.stopped)
+			cleared, err := store.ClearActiveRevisionIfUnchanged(ctx, tx, store.AgentKey{NamespaceID: work.NamespaceID, AgentID: agent.ID}, d.stopped)
 			if err != nil {
 				return err
 			}
@@ -383,7 +383,7 @@ func (w *Worker) decideDelete(a *activeClaim) (result, error) {
 		return permanent(codeInvalidAgentOwner), nil
 	case err != nil:
 		return dependencyFailure(err), nil
-	case agent.Status != "deleting" || agent.DesiredRuntimeState != "stopped":
+	case agent.Status != store.AgentDeleting || agent.DesiredRuntimeState != store.RuntimeStopped:
 		return permanent(codeInvalidAgentState), nil
 	}
 	den, err := w.reauthorize(ctx, iam.Request{PrincipalID: work.ActorID, Action: iam.ActionDelete,
@@ -432,7 +432,7 @@ func (w *Worker) finalizeDelete(ctx context.Context, tx txDB, a *activeClaim, r 
 	if r.outcome == outcomeSuccess {
 		// The SQL finalizer checks the claim again, removes the Agent, its revisions, principal,
 		// bindings, restrictions, keys and every work row, and writes the success audit.
-		st, err := store.FinalizeAgentDeletion(ctx, tx, work.NamespaceID, *work.AgentID, work.Key, a.claim.Token)
+		st, err := store.FinalizeAgentDeletion(ctx, tx, store.AgentKey{NamespaceID: work.NamespaceID, AgentID: *work.AgentID}, work.Key, a.claim.Token)
 		switch {
 		case err != nil:
 			return err

@@ -177,7 +177,7 @@ func (h *harness) reason(key string) string {
 }
 
 // waitWork waits until the work item is terminal and returns its state and reason.
-func (h *harness) waitWork(key string) (string, string) {
+func (h *harness) waitWork(key string) (queue.State, string) {
 	h.t.Helper()
 	eventually(h.t, 20*time.Second, "work "+key+" terminal", func() bool {
 		s := h.workState(key)

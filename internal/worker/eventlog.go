@@ -50,7 +50,7 @@ type Event struct {
 	Lane      string `json:"lane,omitempty"` // the Agent, or the Namespace for Namespace work
 	Token     string `json:"token,omitempty"`
 	Attempt   int    `json:"attempt,omitempty"`
-	Operation string `json:"operation,omitempty"` // queue.Operation of the work
+	Operation string `json:"operation,omitempty"` // queue.OperationOf the work
 	// Call names the Compute call of an effect when the worker knows it (Namespace passes).
 	Call string `json:"call,omitempty"`
 
@@ -152,7 +152,7 @@ func lane(w queue.Work) string {
 func (l *eventLog) claimEvent(a *activeClaim, typ string) Event {
 	c := a.claim
 	return Event{Type: typ, WorkID: c.Work.Key, Lane: lane(c.Work), Token: c.Token.String(), Attempt: c.Attempt(),
-		Operation: queue.Operation(c.Work)}
+		Operation: string(queue.OperationOf(c.Work))}
 }
 
 // claimed records a claim before its pass starts.
@@ -227,12 +227,12 @@ type publishRecord struct {
 
 type publishKey struct{}
 
-func (p *publishRecord) observe(op, code string, w queue.Work, err error) {
+func (p *publishRecord) observe(op queue.Transition, code string, w queue.Work, err error) {
 	if err != nil {
 		return
 	}
 	p.mu.Lock()
-	p.transition, p.state, p.code = op, w.State, code
+	p.transition, p.state, p.code = string(op), string(w.State), code
 	p.mu.Unlock()
 }
 

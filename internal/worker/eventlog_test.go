@@ -59,7 +59,7 @@ func TestEventLogRecordsAPassAndPassesTheChecker(t *testing.T) {
 				t.Errorf("claim %+v", e)
 			}
 		case worker.EventPublish:
-			if e.Result != worker.ResultAccepted || e.Transition != "complete" || e.State != queue.StateSucceeded ||
+			if e.Result != worker.ResultAccepted || e.Transition != "complete" || e.State != string(queue.StateSucceeded) ||
 				e.Code != queue.CodeReconcileSucceeded || e.LeaseExpiresAt == nil {
 				t.Errorf("publish %+v", e)
 			}

@@ -320,7 +320,7 @@ func (p *deployPass) stopRefusedCandidate() error {
 	}
 	c := p.candidate
 	switch {
-	case p.ns.DeletedAt != nil || p.ns.Status != "ready":
+	case p.ns.DeletedAt != nil || p.ns.Status != store.NamespaceReady:
 		return nil
 	case !c.ownedBy(p.agent) || !p.w.ownsCompute(c.spec.Compute):
 		return nil

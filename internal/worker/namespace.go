@@ -34,11 +34,11 @@ func (k namespaceKind) call() string {
 	return "DeleteNamespace"
 }
 
-func (k namespaceKind) wantStatus() string {
+func (k namespaceKind) wantStatus() store.NamespaceStatus {
 	if k == ensurePass {
-		return "provisioning"
+		return store.NamespaceProvisioning
 	}
-	return "deleting"
+	return store.NamespaceDeleting
 }
 
 // namespacePass is the Namespace ensure pass or delete pass.
@@ -66,11 +66,11 @@ func (w *Worker) decideNamespace(a *activeClaim, kind namespaceKind) result {
 	ns, err := store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return result{outcome: outcomeSuccess, code: codeSupersededTarget}
+		return success(codeSupersededTarget)
 	case err != nil:
 		return dependencyFailure(err)
 	case ns.DeletedAt != nil || ns.Status != kind.wantStatus():
-		return result{outcome: outcomeSuccess, code: codeSupersededTarget}
+		return success(codeSupersededTarget)
 	}
 
 	nsID := ns.ID
@@ -185,9 +185,9 @@ func (w *Worker) finalizeNamespace(ctx context.Context, tx txDB, a *activeClaim,
 	if live {
 		switch {
 		case kind == ensurePass && r.outcome == outcomeSuccess && r.code == codeNamespaceReconciled:
-			err = store.SetNamespaceStatus(ctx, tx, ns.ID, "ready")
+			err = store.SetNamespaceStatus(ctx, tx, ns.ID, store.NamespaceReady)
 		case kind == ensurePass && (r.outcome == outcomePermanent || exhausted):
-			err = store.SetNamespaceStatus(ctx, tx, ns.ID, "failed")
+			err = store.SetNamespaceStatus(ctx, tx, ns.ID, store.NamespaceFailed)
 		case kind == deletePass && r.outcome == outcomeSuccess && r.code == codeNamespaceReconciled:
 			// A failed teardown never changes the status; success tombstones and removes the
 			// Namespace's policy in the same transaction.

@@ -313,7 +313,7 @@ func (p *deployPass) decide() (revisionResult, error) {
 	spec := candidate.spec
 	pinned, known := platform.PinnedHarnesses[spec.Harness.Mode]
 	switch {
-	case ns.DeletedAt != nil || ns.Status != "ready":
+	case ns.DeletedAt != nil || ns.Status != store.NamespaceReady:
 		return p.permanent(codeNamespaceNotReady), nil
 	case !candidate.ownedBy(agent) || spec.Harness.Mode != agent.ExecutionMode:
 		return p.permanent(codeInvalidAdmittedRevision), nil
@@ -334,7 +334,7 @@ func (p *deployPass) decide() (revisionResult, error) {
 
 	candidateRev := candidate.driverRevision()
 	alreadyActive := agent.ActiveRevisionID != nil && *agent.ActiveRevisionID == candidate.row.ID
-	if agent.DesiredRuntimeState != "running" {
+	if agent.DesiredRuntimeState != store.RuntimeRunning {
 		// Stopped before (or while) this revision was deployed: it never activates.
 		if err := w.bindAgent(a, ns, agent); err != nil {
 			return p.failure(err)
@@ -428,7 +428,7 @@ func (p *deployPass) decide() (revisionResult, error) {
 		}
 		return p.failure(err)
 	}
-	if current.DesiredRuntimeState != "running" {
+	if current.DesiredRuntimeState != store.RuntimeRunning {
 		if err := w.stopRevision(a, candidateRev, true); err != nil {
 			return p.failure(err)
 		}
@@ -464,7 +464,7 @@ func (p *deployPass) authorize() (r revisionResult, done bool, err error) {
 	if r, done, err := check(iam.Request{PrincipalID: work.ActorID, Action: iam.ActionDeploy, Resource: agentResource(nsID, p.agent.ID)}); done {
 		return r, true, err
 	}
-	ok, err := store.AgentPrincipalValid(ctx, w.pool, spec.ServicePrincipalID, nsID, p.agent.ID)
+	ok, err := store.AgentPrincipalValid(ctx, w.pool, spec.ServicePrincipalID, store.AgentKey{NamespaceID: nsID, AgentID: p.agent.ID})
 	if err != nil {
 		r, err := p.failure(err)
 		return r, true, err
@@ -769,7 +769,7 @@ func (p *deployPass) afterPublication(warnings []driver.PluginWarning) (revision
 	if err != nil {
 		return p.activeFailure(err)
 	}
-	if current.DesiredRuntimeState != "running" {
+	if current.DesiredRuntimeState != store.RuntimeRunning {
 		if err := w.stopRevision(p.a, rev, true); err != nil {
 			return p.activeFailure(err)
 		}
@@ -824,11 +824,11 @@ func (p *deployPass) finalizeTx(ctx context.Context, tx txDB, r *revisionResult)
 			return err
 		case !ok || !samePointer(agent.ActiveRevisionID, r.expected):
 			*r = revisionResult{result: result{outcome: outcomeRetry, code: codeActiveRevisionChanged}}
-		case agent.DesiredRuntimeState != "running":
+		case agent.DesiredRuntimeState != store.RuntimeRunning:
 			r.stopAfterCommit = true
 			return nil // the candidate is stopped after this commit; the work completes then
 		default:
-			set, err := store.SetActiveRevisionIfUnchanged(ctx, tx, work.NamespaceID, agent.ID, r.expected, p.candidate.row.ID)
+			set, err := store.SetActiveRevisionIfUnchanged(ctx, tx, store.AgentKey{NamespaceID: work.NamespaceID, AgentID: agent.ID}, r.expected, p.candidate.row.ID)
 			if err != nil {
 				return err
 			}

@@ -256,7 +256,7 @@ func (w *Worker) renewLoop(ctx context.Context) {
 
 func (w *Worker) logLateRenewal(a *activeClaim, d time.Duration) {
 	w.log.Warn("worker.claim-renewal-warning", "workId", a.key(), "attempt", a.claim.Attempt(),
-		"operation", queue.Operation(a.claim.Work), "code", CauseRenewalLate, "durationMs", ms(d))
+		"operation", queue.OperationOf(a.claim.Work), "code", CauseRenewalLate, "durationMs", ms(d))
 }
 
 // runPass runs one claimed pass to its end and reports it.
@@ -284,18 +284,18 @@ func (w *Worker) runPass(a *activeClaim) {
 	case cause == CauseWorkerStopping:
 		outcome = outcomeError
 		w.log.Info("worker.pass-interrupted", "workId", work.Key, "attempt", a.claim.Attempt(),
-			"operation", queue.Operation(work), "cause", CauseWorkerStopping)
+			"operation", queue.OperationOf(work), "cause", CauseWorkerStopping)
 	case errors.Is(err, queue.ErrClaimLost) || lost:
 		outcome = outcomeClaimLost
 		if cause == "" {
 			cause = CauseRenewalRefused // the finalization's own renewal found the claim gone
 		}
 		w.log.Error("worker.error", "code", "CLAIM_LOST", "workId", work.Key, "attempt", a.claim.Attempt(),
-			"operation", queue.Operation(work), "cause", cause)
+			"operation", queue.OperationOf(work), "cause", cause)
 	case err != nil:
 		outcome = outcomeError
 		attrs := []any{"code", "WORKER_UNAVAILABLE", "workId", work.Key, "attempt", a.claim.Attempt(),
-			"operation", queue.Operation(work), "errorClass", driver.ErrorClass(err)}
+			"operation", queue.OperationOf(work), "errorClass", driver.ErrorClass(err)}
 		var refusal *refusalUnavailableError
 		if errors.As(err, &refusal) {
 			// The stored refusal could not be read: the claim is left to lease recovery.
@@ -308,7 +308,7 @@ func (w *Worker) runPass(a *activeClaim) {
 			break // a repeated stop yield within a minute of the last one logged
 		}
 		attrs := []any{"namespaceId", work.NamespaceID, "workId", work.Key, "attempt", a.claim.Attempt(),
-			"operation", queue.Operation(work), "outcome", outcome, "result", r.outcome, "code", r.code,
+			"operation", queue.OperationOf(work), "outcome", outcome, "result", r.outcome, "code", r.code,
 			"durationMs", ms(time.Since(started))}
 		if work.AgentID != nil {
 			attrs = append(attrs, "agentId", *work.AgentID)
@@ -340,32 +340,53 @@ func (w *Worker) runPass(a *activeClaim) {
 	}
 }
 
-// dispatch picks the pass for a claimed row (worker-lifecycle §2.2 dispatch order).
-func (w *Worker) dispatch(a *activeClaim) (result, passReport, error) {
-	work := a.claim.Work
-	switch op := queue.Operation(work); {
-	case op == "namespace.ensure":
+// passFunc is one kind of pass.
+type passFunc func(w *Worker, a *activeClaim) (result, passReport, error)
+
+// passes maps each operation of the work vocabulary (queue.Operations) to its pass; an operation
+// without one waits as unsupported.
+var passes = map[queue.Operation]passFunc{
+	queue.OpNamespaceEnsure: func(w *Worker, a *activeClaim) (result, passReport, error) {
 		r, err := w.namespacePass(a, ensurePass)
 		return r, passReport{}, err
-	case op == "namespace.delete":
+	},
+	queue.OpNamespaceDelete: func(w *Worker, a *activeClaim) (result, passReport, error) {
 		r, err := w.namespacePass(a, deletePass)
 		return r, passReport{}, err
-	case op == "agent.stop":
-		return w.agentStopPass(a)
-	case op == "agent.delete":
-		return w.agentDeletePass(a)
-	case op == "agent_revision.reconcile" && work.RevisionID != nil && work.Key == platform.RevisionWorkKey(*work.RevisionID):
-		return w.revisionPass(a)
-	default:
-		// Credential withdrawal and maintenance keys arrive with later issues. Until then a newer
-		// worker must be able to take this work over, so it waits without spending attempts.
-		r := result{outcome: outcomePending, code: "WORK_KIND_UNSUPPORTED"}
-		delay := 5 * time.Minute
-		return r, passReport{}, w.finalize(a, func(ctx context.Context, tx txDB) error {
-			_, err := w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{Delay: &delay})
-			return err
-		})
+	},
+	queue.OpAgentStop:         (*Worker).agentStopPass,
+	queue.OpAgentDelete:       (*Worker).agentDeletePass,
+	queue.OpRevisionReconcile: (*Worker).revisionReconcile,
+}
+
+// dispatch picks the pass for a claimed row by its operation.
+func (w *Worker) dispatch(a *activeClaim) (result, passReport, error) {
+	if pass, ok := passes[queue.OperationOf(a.claim.Work)]; ok {
+		return pass(w, a)
 	}
+	return w.unsupportedPass(a)
+}
+
+// revisionReconcile runs the deploy pass of a revision's own reconcile key; maintenance keys of
+// a revision are not supported yet.
+func (w *Worker) revisionReconcile(a *activeClaim) (result, passReport, error) {
+	work := a.claim.Work
+	if work.RevisionID == nil || work.Key != platform.RevisionWorkKey(*work.RevisionID) {
+		return w.unsupportedPass(a)
+	}
+	return w.revisionPass(a)
+}
+
+// unsupportedPass defers work this build has no pass for. Credential withdrawal and maintenance
+// keys arrive with later issues; until then a newer worker must be able to take this work over,
+// so it waits five minutes without spending attempts.
+func (w *Worker) unsupportedPass(a *activeClaim) (result, passReport, error) {
+	r := result{outcome: outcomePending, code: codeWorkKindUnsupported}
+	delay := 5 * time.Minute
+	return r, passReport{}, w.finalize(a, func(ctx context.Context, tx txDB) error {
+		_, err := w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{Delay: &delay})
+		return err
+	})
 }
 
 // health reads the backlog, refreshes the readiness marker and logs worker.health. It is forced

@@ -186,8 +186,8 @@ func (h *harness) nsStatus(ns string) string {
 	return h.scalar(`SELECT status FROM occ.namespaces WHERE id = $1`, ns)
 }
 
-func (h *harness) workState(key string) string {
-	return h.scalar(`SELECT state FROM occ.controller_work WHERE idempotency_key = $1`, key)
+func (h *harness) workState(key string) queue.State {
+	return queue.State(h.scalar(`SELECT state FROM occ.controller_work WHERE idempotency_key = $1`, key))
 }
 
 func (h *harness) count(sql string, args ...any) int {
