@@ -15,7 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Agent stop and delete result codes (worker-lifecycle §4.3).
+// Agent stop and delete result codes.
 const (
 	codeInvalidAgentOwner        = "INVALID_AGENT_OWNER"
 	codeInvalidAgentState        = "INVALID_AGENT_STATE"
@@ -145,150 +145,7 @@ func (w *Worker) observeOperation(op string, work queue.Work) {
 	}
 }
 
-// ---- Agent stop (worker-lifecycle §3.5) ----
-
-// stopDecision is what the stop pass decided before its finalization.
-type stopDecision struct {
-	result
-	principal string // the Agent's service principal as read
-	stopped   string // the active revision the pass stopped: the compare-and-clear target
-	yielded   bool   // a stop yielded while the runtime terminates: AGENT_STOP_YIELDED
-}
-
-// agentStopPass stops every runtime of the Agent admitted before the stop, then clears the active
-// pointer if it still names the stopped active revision.
-func (w *Worker) agentStopPass(a *activeClaim) (result, passReport, error) {
-	d, err := w.decideStop(a)
-	if err != nil {
-		return d.result, passReport{}, err
-	}
-	err = w.finalize(a, func(ctx context.Context, tx txDB) error { return w.finalizeStop(ctx, tx, a, &d) })
-	if err == nil && d.outcome == outcomeSuccess && d.code != codeStopSuperseded {
-		w.observeOperation(operationStop, a.claim.Work)
-	}
-	rep := w.exhaustedReport(a, d.result)
-	rep.yielded = d.yielded
-	return d.result, rep, err
-}
-
-func (w *Worker) decideStop(a *activeClaim) (stopDecision, error) {
-	ctx := a.ctx
-	work := a.claim.Work
-	if work.AgentID == nil || work.RevisionID != nil || work.AgentTarget == nil || *work.AgentTarget != queue.AgentStopped {
-		return stopDecision{result: permanent(codeInvalidTarget)}, nil
-	}
-	agent, err := store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, *work.AgentID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return stopDecision{result: permanent(codeInvalidAgentOwner)}, nil
-	case err != nil:
-		return stopDecision{result: dependencyFailure(err)}, nil
-	}
-	// IAM first, so that a driver failure later is a retry and not a denial.
-	den, err := w.reauthorize(ctx, iam.Request{PrincipalID: work.ActorID, Action: iam.ActionOperate,
-		Resource: agentResource(work.NamespaceID, agent.ID)})
-	if err != nil {
-		return stopDecision{result: dependencyFailure(err)}, nil
-	}
-	if den != nil {
-		return stopDecision{result: result{outcome: outcomePermanent, code: den.code, denial: den}}, nil
-	}
-
-	principal := agent.ServicePrincipalID
-	ns, err := store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
-	if err == nil {
-		agent, err = store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, agent.ID)
-	}
-	var rows []store.WorkerRevision
-	if err == nil {
-		rows, err = store.ListWorkerRevisions(ctx, w.pool, work.NamespaceID, agent.ID)
-	}
-	switch {
-	case errors.Is(err, store.ErrNotFound) || (err == nil && (ns.DeletedAt != nil || agent.ServicePrincipalID != principal)):
-		return stopDecision{result: permanent(codeInvalidAgentOwner)}, nil
-	case err != nil:
-		return stopDecision{result: dependencyFailure(err)}, nil
-	}
-	d := stopDecision{principal: principal}
-	if agent.DesiredRuntimeState != store.RuntimeStopped {
-		d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded} // a later deploy won
-		return d, nil
-	}
-	revisions := lenientRevisions(rows)
-	var active *agentRevision
-	if agent.ActiveRevisionID != nil {
-		for i := range revisions {
-			if revisions[i].row.ID == *agent.ActiveRevisionID {
-				active = &revisions[i]
-			}
-		}
-		switch {
-		case active == nil:
-			d.result = permanent(codeInvalidActiveRevision)
-			return d, nil
-		case active.row.AdmittedAt.After(work.CreatedAt):
-			d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded}
-			return d, nil
-		case !w.ownsCompute(active.spec.Compute):
-			d.result = permanent(codeComputeDriverMismatch)
-			return d, nil
-		}
-	}
-
-	// The cleanup set: the active revision first, then every other revision of this Compute admitted
-	// before the stop (failed candidates, predecessors whose retirement failed), newest first.
-	var set []agentRevision
-	if active != nil {
-		set = append(set, *active)
-	}
-	for i := len(revisions) - 1; i >= 0; i-- {
-		r := revisions[i]
-		if (active != nil && r.row.ID == active.row.ID) || !w.ownsCompute(r.spec.Compute) || r.row.AdmittedAt.After(work.CreatedAt) {
-			continue
-		}
-		set = append(set, r)
-	}
-	for _, r := range set {
-		if !r.ownedBy(agent) {
-			d.result = permanent(codeInvalidRevisionOwner)
-			return d, nil
-		}
-	}
-	if len(set) > 0 {
-		if err := w.bindAgent(a, ns, agent); err != nil {
-			return d, claimLostOr(err, &d.result)
-		}
-	}
-	for _, r := range set {
-		// Desired state is re-read before every stop: a deploy admitted meanwhile wins.
-		current, err := store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, agent.ID)
-		switch {
-		case errors.Is(err, store.ErrNotFound) || (err == nil && current.ServicePrincipalID != principal):
-			d.result = permanent(codeInvalidAgentOwner)
-			return d, nil
-		case err != nil:
-			return d, claimLostOr(err, &d.result)
-		case current.DesiredRuntimeState != store.RuntimeStopped:
-			d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded}
-			return d, nil
-		}
-		if err := w.stopRevision(a, r.driverRevision(), true); err != nil {
-			if driver.IsStopYielded(err) {
-				// The runtime is still terminating: wait, without spending the attempt, and run again
-				// after the other work. The stops done so far are repeated (they are idempotent).
-				d.result = result{outcome: outcomePending, code: codeAgentStopYielded, cause: driver.ErrorClass(err)}
-				d.yielded = true
-				return d, nil
-			}
-			return d, claimLostOr(err, &d.result)
-		}
-	}
-	d.result = result{outcome: outcomeSuccess, code: codeAgentAlreadyStopped}
-	if active != nil {
-		d.code, d.stopped = codeAgentStopped, active.row.ID
-	}
-	return d, nil
-}
+// ---- Agent stop: finalization (the plan and its run are in agent_stop.go) ----
 
 func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *stopDecision) error {
 	work := a.claim.Work
@@ -347,7 +204,7 @@ func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *s
 	return err
 }
 
-// ---- Agent delete (worker-lifecycle §3.6) ----
+// ---- Agent delete ----
 
 // agentDeletePass retires every revision of a deleting Agent, deletes its runtime credentials,
 // then removes the Agent with everything it owns in one SQL finalizer.
@@ -363,55 +220,102 @@ func (w *Worker) agentDeletePass(a *activeClaim) (result, passReport, error) {
 	return r, w.exhaustedReport(a, r), err
 }
 
+// deleteSnapshot is what the delete pass reads before its first effect.
+type deleteSnapshot struct {
+	work      queue.Work
+	readErr   error // a failed read of the Namespace, the Agent or its revisions
+	ns        store.NamespaceRow
+	agent     store.WorkerAgent
+	revisions []agentRevision
+	owned     bool    // every revision is pinned to this worker's Compute
+	authErr   error   // the re-authorization could not be decided
+	denial    *denial // the re-authorization refused the actor
+}
+
+// decideDelete reads the snapshot, plans, and retires the Agent's runtime under the claim.
 func (w *Worker) decideDelete(a *activeClaim) (result, error) {
-	ctx := a.ctx
-	work := a.claim.Work
-	if work.AgentID == nil || work.RevisionID != nil || work.AgentTarget == nil || *work.AgentTarget != queue.AgentDeleted {
-		return permanent(codeInvalidTarget), nil
+	s := w.loadDelete(a)
+	if r := planDelete(s); r != nil {
+		return *r, nil
 	}
-	ns, err := store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
-	var agent store.WorkerAgent
-	if err == nil {
-		agent, err = store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, *work.AgentID)
+	return w.runDelete(a, s)
+}
+
+// loadDelete reads the Namespace, the Agent and its revisions, then re-authorizes the actor when
+// the Agent is in a state to be deleted.
+func (w *Worker) loadDelete(a *activeClaim) *deleteSnapshot {
+	ctx, work := a.ctx, a.claim.Work
+	s := &deleteSnapshot{work: work}
+	if !agentTarget(work, queue.AgentDeleted) {
+		return s
 	}
 	var rows []store.WorkerRevision
-	if err == nil {
-		rows, err = store.ListWorkerRevisions(ctx, w.pool, work.NamespaceID, agent.ID)
+	s.ns, s.readErr = store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
+	if s.readErr == nil {
+		s.agent, s.readErr = store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, *work.AgentID)
 	}
+	if s.readErr == nil {
+		rows, s.readErr = store.ListWorkerRevisions(ctx, w.pool, work.NamespaceID, s.agent.ID)
+	}
+	s.revisions = lenientRevisions(rows)
+	s.owned = true
+	for _, r := range s.revisions {
+		s.owned = s.owned && w.ownsCompute(r.spec.Compute)
+	}
+	if s.readErr == nil && deletable(s.agent) {
+		s.denial, s.authErr = w.reauthorize(ctx, iam.Request{PrincipalID: work.ActorID, Action: iam.ActionDelete,
+			Resource: agentResource(work.NamespaceID, s.agent.ID)})
+	}
+	return s
+}
+
+// agentTarget reports whether work is Agent work with the given target.
+func agentTarget(work queue.Work, target string) bool {
+	return work.AgentID != nil && work.RevisionID == nil && work.AgentTarget != nil && *work.AgentTarget == target
+}
+
+func deletable(a store.WorkerAgent) bool {
+	return a.Status == store.AgentDeleting && a.DesiredRuntimeState == store.RuntimeStopped
+}
+
+// planDelete returns the result that ends the delete pass before any effect, or nil: retire.
+func planDelete(s *deleteSnapshot) *result {
+	end := func(r result) *result { return &r }
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return permanent(codeInvalidAgentOwner), nil
-	case err != nil:
-		return dependencyFailure(err), nil
-	case agent.Status != store.AgentDeleting || agent.DesiredRuntimeState != store.RuntimeStopped:
-		return permanent(codeInvalidAgentState), nil
+	case !agentTarget(s.work, queue.AgentDeleted):
+		return end(permanent(codeInvalidTarget))
+	case errors.Is(s.readErr, store.ErrNotFound):
+		return end(permanent(codeInvalidAgentOwner))
+	case s.readErr != nil:
+		return end(dependencyFailure(s.readErr))
+	case !deletable(s.agent):
+		return end(permanent(codeInvalidAgentState))
+	case s.authErr != nil:
+		return end(dependencyFailure(s.authErr))
+	case s.denial != nil:
+		return end(result{outcome: outcomePermanent, code: s.denial.code, denial: s.denial})
 	}
-	den, err := w.reauthorize(ctx, iam.Request{PrincipalID: work.ActorID, Action: iam.ActionDelete,
-		Resource: agentResource(work.NamespaceID, agent.ID)})
-	if err != nil {
-		return dependencyFailure(err), nil
-	}
-	if den != nil {
-		return result{outcome: outcomePermanent, code: den.code, denial: den}, nil
-	}
-	revisions := lenientRevisions(rows)
-	for _, r := range revisions {
-		if !r.ownedBy(agent) {
-			return permanent(codeInvalidRevisionOwner), nil
+	for _, r := range s.revisions {
+		if !r.ownedBy(s.agent) {
+			return end(permanent(codeInvalidRevisionOwner))
 		}
 	}
-	for _, r := range revisions {
-		if !w.ownsCompute(r.spec.Compute) {
-			return permanent(codeComputeDriverMismatch), nil
-		}
+	if !s.owned {
+		return end(permanent(codeComputeDriverMismatch))
 	}
+	return nil
+}
+
+// runDelete retires every revision, newest first (the serving revision stops before its
+// predecessors), then deletes the Agent's runtime credentials when the driver can.
+func (w *Worker) runDelete(a *activeClaim, s *deleteSnapshot) (result, error) {
 	var r result
+	revisions := s.revisions
 	if len(revisions) > 0 {
-		if err := w.bindAgent(a, ns, agent); err != nil {
+		if err := w.bindAgent(a, s.ns, s.agent); err != nil {
 			return r, claimLostOr(err, &r)
 		}
 	}
-	// Newest first, so that the serving revision stops before its predecessors.
 	sort.SliceStable(revisions, func(i, j int) bool { return revisions[i].row.Number > revisions[j].row.Number })
 	for _, rev := range revisions {
 		dr := rev.driverRevision()
@@ -420,11 +324,11 @@ func (w *Worker) decideDelete(a *activeClaim) (result, error) {
 		}
 	}
 	if deleter, ok := w.cfg.Compute.(driver.RuntimeCredentialDeleter); ok {
-		if err := w.effect(a, func(ctx context.Context) error { return deleter.DeleteAgentRuntimeCredentials(ctx, agentRef(agent)) }); err != nil {
+		if err := w.effect(a, func(ctx context.Context) error { return deleter.DeleteAgentRuntimeCredentials(ctx, agentRef(s.agent)) }); err != nil {
 			return r, claimLostOr(err, &r)
 		}
 	}
-	return result{outcome: outcomeSuccess, code: codeAgentDeleted}, nil
+	return success(codeAgentDeleted), nil
 }
 
 func (w *Worker) finalizeDelete(ctx context.Context, tx txDB, a *activeClaim, r *result) error {

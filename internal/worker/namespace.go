@@ -59,20 +59,53 @@ func (w *Worker) namespacePass(a *activeClaim, kind namespaceKind) (result, erro
 	return r, err
 }
 
-// decideNamespace reads, reauthorizes and calls Compute; every failure becomes a result.
-func (w *Worker) decideNamespace(a *activeClaim, kind namespaceKind) result {
-	ctx := a.ctx
-	work := a.claim.Work
-	ns, err := store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return success(codeSupersededTarget)
-	case err != nil:
-		return dependencyFailure(err)
-	case ns.DeletedAt != nil || ns.Status != kind.wantStatus():
-		return success(codeSupersededTarget)
-	}
+// namespaceSnapshot is what a Namespace pass reads before its effect.
+type namespaceSnapshot struct {
+	readErr error // a failed read of the Namespace (store.ErrNotFound when it is gone)
+	ns      store.NamespaceRow
+	// authorization is the result a refused or failed re-authorization ends the pass with.
+	authorization *result
+}
 
+// decideNamespace reads the snapshot, plans, and calls Compute; every failure becomes a result.
+func (w *Worker) decideNamespace(a *activeClaim, kind namespaceKind) result {
+	s := w.loadNamespace(a, kind)
+	if r := planNamespace(kind, s); r != nil {
+		return *r
+	}
+	return w.runNamespace(a, kind, s.ns)
+}
+
+// loadNamespace reads the Namespace and, while it is in the pass's status, re-authorizes the actor.
+func (w *Worker) loadNamespace(a *activeClaim, kind namespaceKind) *namespaceSnapshot {
+	s := &namespaceSnapshot{}
+	s.ns, s.readErr = store.GetNamespaceRow(a.ctx, w.pool, a.claim.Work.NamespaceID)
+	if planNamespace(kind, s) == nil {
+		s.authorization = w.authorizeNamespace(a, kind, s.ns)
+	}
+	return s
+}
+
+// planNamespace returns the result that ends the pass before its effect, or nil: call Compute.
+func planNamespace(kind namespaceKind, s *namespaceSnapshot) *result {
+	end := func(r result) *result { return &r }
+	switch {
+	case errors.Is(s.readErr, store.ErrNotFound):
+		return end(success(codeSupersededTarget))
+	case s.readErr != nil:
+		return end(dependencyFailure(s.readErr))
+	case s.ns.DeletedAt != nil || s.ns.Status != kind.wantStatus():
+		return end(success(codeSupersededTarget))
+	}
+	return s.authorization
+}
+
+// authorizeNamespace re-authorizes the actor: create (and administer for an existing Kubernetes
+// Namespace) for the ensure pass, delete for the delete pass. It returns the result a refusal or
+// a failure ends the pass with, or nil.
+func (w *Worker) authorizeNamespace(a *activeClaim, kind namespaceKind, ns store.NamespaceRow) *result {
+	ctx, work := a.ctx, a.claim.Work
+	end := func(r result) *result { return &r }
 	nsID := ns.ID
 	requests := []iam.Request{{PrincipalID: work.ActorID, Action: iam.ActionDelete,
 		Resource: iam.Resource{Kind: iam.KindNamespace, ID: nsID, NamespaceID: &nsID}}}
@@ -87,27 +120,33 @@ func (w *Worker) decideNamespace(a *activeClaim, kind namespaceKind) result {
 	for _, req := range requests {
 		d, err := w.reauthorize(ctx, req)
 		if err != nil {
-			return dependencyFailure(err)
+			return end(dependencyFailure(err))
 		}
 		if d != nil {
-			return result{outcome: outcomePermanent, code: d.code, denial: d}
+			return end(result{outcome: outcomePermanent, code: d.code, denial: d})
 		}
 	}
-	if kind == ensurePass {
-		// A Restriction on creating this exact Namespace refuses it even though the collection
-		// grant allowed the admission.
-		exact := iam.Request{PrincipalID: work.ActorID, Action: iam.ActionCreate,
-			Resource: iam.Resource{Kind: iam.KindNamespace, ID: nsID, NamespaceID: &nsID}}
-		d, err := w.iam.Authorize(ctx, exact)
-		if err != nil {
-			return dependencyFailure(err)
-		}
-		if len(d.Evidence.RestrictionIDs) > 0 {
-			return result{outcome: outcomePermanent, code: codeAuthorizationDenied,
-				denial: &denial{request: exact, decision: d, code: codeAuthorizationDenied}}
-		}
+	if kind != ensurePass {
+		return nil
 	}
+	// A Restriction on creating this exact Namespace refuses it even though the collection grant
+	// allowed the admission.
+	exact := iam.Request{PrincipalID: work.ActorID, Action: iam.ActionCreate,
+		Resource: iam.Resource{Kind: iam.KindNamespace, ID: nsID, NamespaceID: &nsID}}
+	d, err := w.iam.Authorize(ctx, exact)
+	if err != nil {
+		return end(dependencyFailure(err))
+	}
+	if len(d.Evidence.RestrictionIDs) > 0 {
+		return end(result{outcome: outcomePermanent, code: codeAuthorizationDenied,
+			denial: &denial{request: exact, decision: d, code: codeAuthorizationDenied}})
+	}
+	return nil
+}
 
+// runNamespace calls EnsureNamespace or DeleteNamespace under the claim and classifies the answer.
+// A lost claim is the empty result (the pass then reports the lost claim).
+func (w *Worker) runNamespace(a *activeClaim, kind namespaceKind, ns store.NamespaceRow) result {
 	target := driver.Namespace{ID: ns.ID, Name: ns.Name, ExistingNamespace: ns.ExistingNamespace}
 	call, check := w.cfg.Compute.EnsureNamespace, driver.CheckEnsureObservation
 	if kind == deletePass {
@@ -134,8 +173,7 @@ func (w *Worker) decideNamespace(a *activeClaim, kind namespaceKind) result {
 			obs = driver.NamespaceDeleteFailed(ns.ID, err)
 		}
 	case err != nil:
-		r := dependencyFailure(err)
-		return r
+		return dependencyFailure(err)
 	}
 	return classifyNamespace(kind, obs)
 }
@@ -176,26 +214,9 @@ func (w *Worker) finalizeNamespace(ctx context.Context, tx txDB, a *activeClaim,
 	}
 	exhausted := r.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts()
 
-	ns, err := store.LockNamespace(ctx, tx, work.NamespaceID)
-	live := err == nil && ns.DeletedAt == nil && ns.Status == kind.wantStatus()
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	removed, err := w.applyNamespaceTx(ctx, tx, kind, r, exhausted, work.NamespaceID)
+	if err != nil {
 		return "", "", err
-	}
-	var removed store.RemovedPolicy
-	if live {
-		switch {
-		case kind == ensurePass && r.outcome == outcomeSuccess && r.code == codeNamespaceReconciled:
-			err = store.SetNamespaceStatus(ctx, tx, ns.ID, store.NamespaceReady)
-		case kind == ensurePass && (r.outcome == outcomePermanent || exhausted):
-			err = store.SetNamespaceStatus(ctx, tx, ns.ID, store.NamespaceFailed)
-		case kind == deletePass && r.outcome == outcomeSuccess && r.code == codeNamespaceReconciled:
-			// A failed teardown never changes the status; success tombstones and removes the
-			// Namespace's policy in the same transaction.
-			removed, err = store.TombstoneNamespace(ctx, tx, ns.ID)
-		}
-		if err != nil {
-			return "", "", err
-		}
 	}
 
 	dedupKey, dedupValue, skipEvidence, err := w.auditNamespace(ctx, tx, a, kind, r, removed)
@@ -203,6 +224,38 @@ func (w *Worker) finalizeNamespace(ctx context.Context, tx txDB, a *activeClaim,
 		return "", "", err
 	}
 
+	return dedupKey, dedupValue, w.namespaceTransitionTx(ctx, tx, a, r, exhausted, skipEvidence)
+}
+
+// applyNamespaceTx changes a live Namespace in the pass's status as the result says: ready or
+// failed for the ensure pass; for the delete pass, success tombstones the Namespace and removes
+// its policy in the same transaction, and a failed teardown never changes the status.
+func (w *Worker) applyNamespaceTx(ctx context.Context, tx txDB, kind namespaceKind, r *result, exhausted bool, id string) (store.RemovedPolicy, error) {
+	var removed store.RemovedPolicy
+	ns, err := store.LockNamespace(ctx, tx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return removed, nil
+	case err != nil:
+		return removed, err
+	case ns.DeletedAt != nil || ns.Status != kind.wantStatus():
+		return removed, nil
+	}
+	reconciled := r.outcome == outcomeSuccess && r.code == codeNamespaceReconciled
+	switch {
+	case kind == ensurePass && reconciled:
+		err = store.SetNamespaceStatus(ctx, tx, ns.ID, store.NamespaceReady)
+	case kind == ensurePass && (r.outcome == outcomePermanent || exhausted):
+		err = store.SetNamespaceStatus(ctx, tx, ns.ID, store.NamespaceFailed)
+	case kind == deletePass && reconciled:
+		removed, err = store.TombstoneNamespace(ctx, tx, ns.ID)
+	}
+	return removed, err
+}
+
+// namespaceTransitionTx makes the queue transition of a Namespace pass.
+func (w *Worker) namespaceTransitionTx(ctx context.Context, tx txDB, a *activeClaim, r *result, exhausted, skipEvidence bool) error {
+	var err error
 	switch {
 	case r.outcome == outcomeSuccess:
 		code := r.code
@@ -217,7 +270,7 @@ func (w *Worker) finalizeNamespace(ctx context.Context, tx txDB, a *activeClaim,
 	default:
 		_, err = w.q.Retry(ctx, tx, a.claim, r.code)
 	}
-	return dedupKey, dedupValue, err
+	return err
 }
 
 // auditNamespace writes the denial audit or the lifecycle audit of a Namespace pass. A pending
