@@ -35,19 +35,22 @@ type activeClaim struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	onLate func(c *activeClaim, d time.Duration)
+	// spawn runs a goroutine the worker joins on stop (the late-renewal report).
+	spawn func(func())
 	events *eventLog // nil unless OCC_WORKER_EVENT_LOG is set
 
 	mu            sync.Mutex
 	lastConfirmed time.Time // send time of the newest confirmed renewal (or of the claim)
 	lapse         *time.Timer
 	lost          bool
+	released      bool // the pass is over: no renewal is sent any more
 	cause         string
 	inflight      int // renewals sent and not yet answered
 }
 
-func newActiveClaim(parent context.Context, q *queue.Queue, c queue.Claim, sentAt time.Time, onLate func(*activeClaim, time.Duration)) *activeClaim {
+func newActiveClaim(parent context.Context, q *queue.Queue, c queue.Claim, sentAt time.Time, onLate func(*activeClaim, time.Duration), spawn func(func())) *activeClaim {
 	ctx, cancel := context.WithCancelCause(parent)
-	a := &activeClaim{claim: c, q: q, lease: q.LeaseDuration(), ctx: ctx, cancel: cancel, onLate: onLate, lastConfirmed: sentAt}
+	a := &activeClaim{claim: c, q: q, lease: q.LeaseDuration(), ctx: ctx, cancel: cancel, onLate: onLate, spawn: spawn, lastConfirmed: sentAt}
 	a.mu.Lock()
 	a.lapse = time.AfterFunc(time.Until(sentAt.Add(a.lease)), a.lapsed)
 	a.mu.Unlock()
@@ -87,7 +90,7 @@ func (a *activeClaim) stop() {
 func (a *activeClaim) beginRenewal() (sentAt time.Time, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.lost {
+	if a.lost || a.released {
 		return time.Time{}, false
 	}
 	a.inflight++
@@ -147,7 +150,7 @@ func (a *activeClaim) endRenewal(renewal string, sentAt, until time.Time, renewe
 
 func (a *activeClaim) reportLate(d time.Duration) {
 	if a.onLate != nil {
-		go a.onLate(a, d)
+		a.spawn(func() { a.onLate(a, d) })
 	}
 }
 
@@ -195,6 +198,7 @@ func (a *activeClaim) state() (lost bool, cause string) {
 func (a *activeClaim) release() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.released = true
 	a.lapse.Stop()
 	a.cancel(context.Canceled)
 }

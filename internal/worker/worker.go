@@ -1,6 +1,6 @@
 // Package worker is the controller worker: it claims durable work under a lease, re-authorizes
 // the original actor, calls its Compute Driver under the claim, and publishes results only while
-// it still owns the claim (worker-lifecycle §3). Passes run in parallel, at most one per lane
+// it still owns the claim. Passes run in parallel, at most one per lane
 // (the queue guarantees it) and at most Concurrency at once.
 package worker
 
@@ -55,7 +55,7 @@ type Config struct {
 	// interval is the fallback.
 	Notifications <-chan struct{}
 	// EventLogPath (OCC_WORKER_EVENT_LOG) appends the claim/renew/effect/publish event log
-	// (eventlog.go); empty: off. A verification aid, not for production.
+	// (eventlog.go); empty: off. A verification aid; settings refuse it in production.
 	EventLogPath string
 }
 
@@ -73,7 +73,10 @@ type Worker struct {
 	active   map[string]*activeClaim
 	stopping bool
 	passes   sync.WaitGroup
-	slotFree chan struct{}
+	// background counts the other goroutines the worker starts (the renewer's health checks,
+	// late-renewal reports); Run joins them before it returns.
+	background sync.WaitGroup
+	slotFree   chan struct{}
 
 	lastAudit  *boundedMap[string] // pending lifecycle audits already written, by work key
 	timings    *timingStore        // deploy timing of recent deploy work
@@ -153,6 +156,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.passes.Wait()
 	cancelRun()
 	<-renewerDone
+	w.background.Wait()
 	w.removeMarker(w.cfg.ReadinessPath)
 	w.events.close()
 	w.log.Info("worker.stopped")
@@ -183,7 +187,7 @@ func (w *Worker) round(parent, runCtx context.Context) int {
 		return 0
 	}
 	for _, c := range claims {
-		a := newActiveClaim(runCtx, w.q, c, sentAt, w.logLateRenewal)
+		a := newActiveClaim(runCtx, w.q, c, sentAt, w.logLateRenewal, w.spawn)
 		a.events = w.events
 		w.events.claimed(a, sentAt)
 		w.mu.Lock()
@@ -193,6 +197,15 @@ func (w *Worker) round(parent, runCtx context.Context) int {
 		go w.runPass(a)
 	}
 	return len(claims)
+}
+
+// spawn runs fn in a goroutine that Run joins before it returns.
+func (w *Worker) spawn(fn func()) {
+	w.background.Add(1)
+	go func() {
+		defer w.background.Done()
+		fn()
+	}()
 }
 
 func (w *Worker) activeCount() int {
@@ -249,7 +262,7 @@ func (w *Worker) renewLoop(ctx context.Context) {
 		}
 		if err == nil {
 			w.touchLiveness(false)
-			go w.health(ctx, false)
+			w.spawn(func() { w.health(ctx, false) })
 		}
 	}
 }
@@ -263,10 +276,6 @@ func (w *Worker) logLateRenewal(a *activeClaim, d time.Duration) {
 func (w *Worker) runPass(a *activeClaim) {
 	defer w.passes.Done()
 	defer func() {
-		a.release()
-		w.mu.Lock()
-		delete(w.active, a.key())
-		w.mu.Unlock()
 		select {
 		case w.slotFree <- struct{}{}:
 		default:
@@ -334,6 +343,11 @@ func (w *Worker) runPass(a *activeClaim) {
 		}
 		w.log.Info("worker.completed", attrs...)
 	}
+	// The claim is released before its release line, so that no renewal follows that line.
+	a.release()
+	w.mu.Lock()
+	delete(w.active, a.key())
+	w.mu.Unlock()
 	w.events.released(a, string(outcome), cause)
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.ObserveAttempt(queue.MetricKind(work), string(outcome), time.Since(started))
