@@ -36,7 +36,7 @@ type activeClaim struct {
 	cancel context.CancelCauseFunc
 	onLate func(c *activeClaim, d time.Duration)
 	// spawn runs a goroutine the worker joins on stop (the late-renewal report).
-	spawn func(func())
+	spawn  func(func())
 	events *eventLog // nil unless OCC_WORKER_EVENT_LOG is set
 
 	mu            sync.Mutex
