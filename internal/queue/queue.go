@@ -281,7 +281,7 @@ func (q *Queue) Complete(ctx context.Context, db store.DBTX, c Claim, code strin
 		code = CodeReconcileSucceeded
 	}
 	w, err := fenced(store.CompleteWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
-	return observe(ctx, TransitionComplete, code, w, err)
+	return w, err
 }
 
 // DeferOptions shape a convergence wait: the work is requeued without spending its attempt.
@@ -301,26 +301,21 @@ func (q *Queue) Defer(ctx context.Context, db store.DBTX, c Claim, code string, 
 		Delay: o.Delay, Jitter: q.jitter(), RecordEvidence: !o.SkipEvidence, RepeatEvidence: o.RepeatEvidence,
 		Refusal: o.Refusal, StopYielded: o.StopYielded,
 	}))
-	return observe(ctx, TransitionDefer, code, w, err)
+	return w, err
 }
 
 // Retry spends the claimed attempt: requeued with full-jitter backoff, or failed_permanent with
 // code once the budget is exhausted (the returned row says which).
 func (q *Queue) Retry(ctx context.Context, db store.DBTX, c Claim, code string) (Work, error) {
 	w, err := fenced(store.RetryWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), q.opts.MaxAttempts, q.jitter()))
-	return observe(ctx, TransitionRetry, code, w, err)
+	return w, err
 }
 
 // Fail ends the claim as failed_permanent with code and optional result data.
 func (q *Queue) Fail(ctx context.Context, db store.DBTX, c Claim, code string, result json.RawMessage) (Work, error) {
 	w, err := fenced(store.FailWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
-	return observe(ctx, TransitionFail, code, w, err)
+	return w, err
 }
-
-// TransitionObserver sees each fenced transition (complete, defer, retry, fail) made with a
-// context from WithTransitionObserver: the worker's event log records what a finalization
-// transaction published. It runs before the transaction commits.
-type TransitionObserver func(op Transition, code string, w Work, err error)
 
 // Transition names a fenced transition.
 type Transition string
@@ -332,21 +327,6 @@ const (
 	TransitionRetry    Transition = "retry"
 	TransitionFail     Transition = "fail"
 )
-
-type observerKey struct{}
-
-// WithTransitionObserver returns ctx carrying fn.
-func WithTransitionObserver(ctx context.Context, fn TransitionObserver) context.Context {
-	return context.WithValue(ctx, observerKey{}, fn)
-}
-
-// observe passes a transition's result to the context's observer, if any, and returns it.
-func observe(ctx context.Context, op Transition, code string, w Work, err error) (Work, error) {
-	if fn, ok := ctx.Value(observerKey{}).(TransitionObserver); ok {
-		fn(op, SafeCode(code), w, err)
-	}
-	return w, err
-}
 
 func fenced(w Work, err error) (Work, error) {
 	if errors.Is(err, store.ErrNoRows) {

@@ -167,7 +167,7 @@ func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *s
 			if err != nil {
 				return err
 			}
-			notePointer(ctx, agent.ID, &d.stopped, "", cleared)
+			w.hooks.pointer(a, agent.ID, &d.stopped, "", cleared)
 		}
 	}
 	exhausted := d.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts()
@@ -193,13 +193,13 @@ func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *s
 			return nowErr
 		}
 		delay := readinessRecheck(now.Sub(work.CreatedAt))
-		_, err = w.q.Defer(ctx, tx, a.claim, d.code, queue.DeferOptions{Delay: &delay})
+		_, err = w.deferWork(ctx, tx, a, d.code, queue.DeferOptions{Delay: &delay})
 	case d.outcome == outcomeSuccess:
-		_, err = w.q.Complete(ctx, tx, a.claim, d.code, nil)
+		_, err = w.complete(ctx, tx, a, d.code, nil)
 	case d.outcome == outcomePermanent:
-		_, err = w.q.Fail(ctx, tx, a.claim, d.code, nil)
+		_, err = w.fail(ctx, tx, a, d.code, nil)
 	default:
-		_, err = w.q.Retry(ctx, tx, a.claim, d.code)
+		_, err = w.retry(ctx, tx, a, d.code)
 	}
 	return err
 }
@@ -346,7 +346,7 @@ func (w *Worker) finalizeDelete(ctx context.Context, tx txDB, a *activeClaim, r 
 			return nil
 		}
 		*r = result{outcome: outcomePending, code: codeRepositoryCleanupPending}
-		_, err = w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{})
+		_, err = w.deferWork(ctx, tx, a, r.code, queue.DeferOptions{})
 		return err
 	}
 	exhausted := r.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts()
@@ -364,11 +364,11 @@ func (w *Worker) finalizeDelete(ctx context.Context, tx txDB, a *activeClaim, r 
 	var err error
 	switch {
 	case r.outcome == outcomePending:
-		_, err = w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{})
+		_, err = w.deferWork(ctx, tx, a, r.code, queue.DeferOptions{})
 	case r.outcome == outcomePermanent:
-		_, err = w.q.Fail(ctx, tx, a.claim, r.code, nil)
+		_, err = w.fail(ctx, tx, a, r.code, nil)
 	default:
-		_, err = w.q.Retry(ctx, tx, a.claim, r.code)
+		_, err = w.retry(ctx, tx, a, r.code)
 	}
 	return err
 }

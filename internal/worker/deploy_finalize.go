@@ -146,7 +146,7 @@ func (p *deployPass) publishPointer(ctx context.Context, tx txDB, r *revisionRes
 		return false, nil
 	}
 	r.published = true
-	notePointer(ctx, agent.ID, r.expected, p.candidate.row.ID, true)
+	p.w.hooks.pointer(p.a, agent.ID, r.expected, p.candidate.row.ID, true)
 	return true, nil
 }
 
@@ -185,10 +185,10 @@ func (p *deployPass) transitionTx(ctx context.Context, tx txDB, r *revisionResul
 	var err error
 	switch {
 	case r.outcome == outcomeSuccess:
-		_, err = w.q.Complete(ctx, tx, a.claim, r.code, r.data)
+		_, err = w.complete(ctx, tx, a, r.code, r.data)
 	case r.outcome == outcomePending && r.refused != nil:
 		d := r.recheck
-		_, err = w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{Delay: &d, RepeatEvidence: true,
+		_, err = w.deferWork(ctx, tx, a, r.code, queue.DeferOptions{Delay: &d, RepeatEvidence: true,
 			Refusal: r.refused, StopYielded: r.stopYielded})
 	case r.outcome == outcomePending:
 		o := queue.DeferOptions{}
@@ -196,11 +196,11 @@ func (p *deployPass) transitionTx(ctx context.Context, tx txDB, r *revisionResul
 			d := readinessRecheck(age)
 			o.Delay = &d
 		}
-		_, err = w.q.Defer(ctx, tx, a.claim, r.code, o)
+		_, err = w.deferWork(ctx, tx, a, r.code, o)
 	case r.outcome == outcomePermanent || w.exhausted(a, r.result):
-		_, err = w.q.Fail(ctx, tx, a.claim, r.code, r.data)
+		_, err = w.fail(ctx, tx, a, r.code, r.data)
 	default:
-		_, err = w.q.Retry(ctx, tx, a.claim, r.code)
+		_, err = w.retry(ctx, tx, a, r.code)
 	}
 	return err
 }

@@ -262,13 +262,13 @@ func (w *Worker) namespaceTransitionTx(ctx context.Context, tx txDB, a *activeCl
 		if code == codeNamespaceReconciled {
 			code = queue.CodeReconcileSucceeded
 		}
-		_, err = w.q.Complete(ctx, tx, a.claim, code, nil)
+		_, err = w.complete(ctx, tx, a, code, nil)
 	case r.outcome == outcomePending:
-		_, err = w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{SkipEvidence: skipEvidence})
+		_, err = w.deferWork(ctx, tx, a, r.code, queue.DeferOptions{SkipEvidence: skipEvidence})
 	case r.outcome == outcomePermanent || exhausted:
-		_, err = w.q.Fail(ctx, tx, a.claim, r.code, nil)
+		_, err = w.fail(ctx, tx, a, r.code, nil)
 	default:
-		_, err = w.q.Retry(ctx, tx, a.claim, r.code)
+		_, err = w.retry(ctx, tx, a, r.code)
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/queue"
 )
 
 // The claim protocol every pass follows, in one place:
@@ -164,9 +166,9 @@ func effectValue[T any](w *Worker, a *activeClaim, call string, fn func(ctx cont
 	if err := a.renew(a.ctx); err != nil {
 		return zero, errClaimLost
 	}
-	w.events.effect(a, EventEffectStart, call, nil)
+	w.hooks.effect(a, EventEffectStart, call, nil)
 	v, err := fn(a.ctx)
-	w.events.effect(a, EventEffectEnd, call, err)
+	w.hooks.effect(a, EventEffectEnd, call, err)
 	if lost, _ := a.state(); lost {
 		return zero, errClaimLost
 	}
@@ -182,7 +184,7 @@ type txDB = pgx.Tx
 func (w *Worker) finalize(a *activeClaim, fn func(ctx context.Context, tx txDB) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 2*w.q.LeaseDuration()+10*time.Second)
 	defer cancel()
-	ctx, pub := w.events.withPublish(ctx)
+	w.hooks.publishBegun(a)
 	begun := time.Now()
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := a.renewInTx(ctx, tx); err != nil {
@@ -190,6 +192,35 @@ func (w *Worker) finalize(a *activeClaim, fn func(ctx context.Context, tx txDB) 
 		}
 		return fn(ctx, tx)
 	})
-	w.events.published(a, pub, begun, err)
+	w.hooks.published(a, begun, err)
 	return err
+}
+
+// complete, deferWork, retry and fail make the fenced queue transition of a finalization
+// transaction and report it to the hooks (before the transaction commits).
+func (w *Worker) complete(ctx context.Context, tx txDB, a *activeClaim, code string, data json.RawMessage) (queue.Work, error) {
+	work, err := w.q.Complete(ctx, tx, a.claim, code, data)
+	if code == "" {
+		code = queue.CodeReconcileSucceeded
+	}
+	w.hooks.transition(a, queue.TransitionComplete, code, work, err)
+	return work, err
+}
+
+func (w *Worker) deferWork(ctx context.Context, tx txDB, a *activeClaim, code string, o queue.DeferOptions) (queue.Work, error) {
+	work, err := w.q.Defer(ctx, tx, a.claim, code, o)
+	w.hooks.transition(a, queue.TransitionDefer, code, work, err)
+	return work, err
+}
+
+func (w *Worker) retry(ctx context.Context, tx txDB, a *activeClaim, code string) (queue.Work, error) {
+	work, err := w.q.Retry(ctx, tx, a.claim, code)
+	w.hooks.transition(a, queue.TransitionRetry, code, work, err)
+	return work, err
+}
+
+func (w *Worker) fail(ctx context.Context, tx txDB, a *activeClaim, code string, data json.RawMessage) (queue.Work, error) {
+	work, err := w.q.Fail(ctx, tx, a.claim, code, data)
+	w.hooks.transition(a, queue.TransitionFail, code, work, err)
+	return work, err
 }

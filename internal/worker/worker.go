@@ -85,7 +85,7 @@ type Worker struct {
 	healthMu   sync.Mutex
 	lastHealth time.Time
 	lastLive   time.Time
-	events     *eventLog // nil when off
+	hooks      hooks // verification hooks: the event log, or noHooks
 }
 
 // New validates cfg and returns a Worker.
@@ -105,8 +105,12 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	var h hooks = noHooks{}
+	if events != nil {
+		h = events
+	}
 	return &Worker{
-		events:    events,
+		hooks:     h,
 		cfg:       cfg,
 		log:       cfg.Logger,
 		iam:       iam.NewNative(cfg.IAMDriverID, iam.StoreSource{DB: cfg.Pool}),
@@ -158,7 +162,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-renewerDone
 	w.background.Wait()
 	w.removeMarker(w.cfg.ReadinessPath)
-	w.events.close()
+	w.hooks.close()
 	w.log.Info("worker.stopped")
 	return nil
 }
@@ -188,8 +192,8 @@ func (w *Worker) round(parent, runCtx context.Context) int {
 	}
 	for _, c := range claims {
 		a := newActiveClaim(runCtx, w.q, c, sentAt, w.logLateRenewal, w.spawn)
-		a.events = w.events
-		w.events.claimed(a, sentAt)
+		a.hooks = w.hooks
+		w.hooks.claimed(a, sentAt)
 		w.mu.Lock()
 		w.active[c.Work.Key] = a
 		w.mu.Unlock()
@@ -348,7 +352,7 @@ func (w *Worker) runPass(a *activeClaim) {
 	w.mu.Lock()
 	delete(w.active, a.key())
 	w.mu.Unlock()
-	w.events.released(a, string(outcome), cause)
+	w.hooks.released(a, string(outcome), cause)
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.ObserveAttempt(queue.MetricKind(work), string(outcome), time.Since(started))
 	}
@@ -398,7 +402,7 @@ func (w *Worker) unsupportedPass(a *activeClaim) (result, passReport, error) {
 	r := result{outcome: outcomePending, code: codeWorkKindUnsupported}
 	delay := 5 * time.Minute
 	return r, passReport{}, w.finalize(a, func(ctx context.Context, tx txDB) error {
-		_, err := w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{Delay: &delay})
+		_, err := w.deferWork(ctx, tx, a, r.code, queue.DeferOptions{Delay: &delay})
 		return err
 	})
 }
