@@ -173,3 +173,7 @@ func redecide(refusal *string, overdue bool) *string {
 	}
 	return nil
 }
+
+func (s *deploySnapshot) alreadyActive() bool {
+	return s.agent.ActiveRevisionID != nil && *s.agent.ActiveRevisionID == s.candidate.row.ID
+}
