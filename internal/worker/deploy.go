@@ -393,15 +393,3 @@ func (p *deployPass) hasLaterExclusive() bool {
 	}
 	return false
 }
-
-// earlier lists the revisions of this Compute numbered below the candidate, newest first.
-func (p *deployPass) earlier() []agentRevision {
-	var out []agentRevision
-	for i := len(p.revisions) - 1; i >= 0; i-- {
-		r := p.revisions[i]
-		if r.row.Number < p.candidate.row.Number && p.w.ownsCompute(r.spec.Compute) {
-			out = append(out, r)
-		}
-	}
-	return out
-}

@@ -103,3 +103,15 @@ func (p *deployPass) stopRefusedCandidate() error {
 	p.w.stopped.record(c.row.ID, p.w.q.LeaseDuration())
 	return nil
 }
+
+// earlier lists the revisions of this Compute numbered below the candidate, newest first.
+func (p *deployPass) earlier() []agentRevision {
+	var out []agentRevision
+	for i := len(p.revisions) - 1; i >= 0; i-- {
+		r := p.revisions[i]
+		if r.row.Number < p.candidate.row.Number && p.w.ownsCompute(r.spec.Compute) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
