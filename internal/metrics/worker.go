@@ -10,18 +10,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/store"
 )
 
 // Label values of the worker families.
 var (
-	// workKinds are the work_kind values.
-	workKinds = []string{"namespace_ensure", "namespace_delete", "agent_revision", "agent_stop", "agent_delete",
-		"agent_credential_withdrawal"}
+	// workKinds are the work_kind values: one per operation of the work vocabulary.
+	workKinds = queue.MetricKinds()
 	// outcomes are the outcome values.
 	outcomes = []string{"success", "pending", "retry", "permanent", "claim_lost", "error"}
 	// agentOperations are the operation values; deploy and stop are present from the start, delete
-	// (worker-lifecycle §4.6) appears once observed.
+	// appears once observed.
 	agentOperationNames = []string{"deploy", "stop", "delete"}
 )
 

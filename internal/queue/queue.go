@@ -1,4 +1,4 @@
-// Package queue is the durable controller work queue (worker-lifecycle §2): enqueue inside the
+// Package queue is the durable controller work queue: enqueue inside the
 // caller's transaction, claim under a lease, and fenced transitions that publish only while the
 // claim is still owned. The SQL is in package store; this package gives it its meaning, its
 // errors and its options.
@@ -18,12 +18,15 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
+// State is the state of a work row.
+type State = store.QueueState
+
 // States of a work row.
 const (
-	StateQueued          = "queued"
-	StateClaimed         = "claimed"
-	StateSucceeded       = "succeeded"
-	StateFailedPermanent = "failed_permanent"
+	StateQueued          State = "queued"
+	StateClaimed         State = "claimed"
+	StateSucceeded       State = "succeeded"
+	StateFailedPermanent State = "failed_permanent"
 )
 
 // Targets.
@@ -278,10 +281,10 @@ func (q *Queue) Complete(ctx context.Context, db store.DBTX, c Claim, code strin
 		code = CodeReconcileSucceeded
 	}
 	w, err := fenced(store.CompleteWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
-	return observe(ctx, "complete", code, w, err)
+	return w, err
 }
 
-// DeferOptions shape a convergence wait (worker-lifecycle §2.4 defer).
+// DeferOptions shape a convergence wait: the work is requeued without spending its attempt.
 type DeferOptions struct {
 	Delay *time.Duration // nil: backoff of the refunded attempt
 	// SkipEvidence writes no evidence row (the caller knows the wait repeats); by default a row is
@@ -298,41 +301,32 @@ func (q *Queue) Defer(ctx context.Context, db store.DBTX, c Claim, code string, 
 		Delay: o.Delay, Jitter: q.jitter(), RecordEvidence: !o.SkipEvidence, RepeatEvidence: o.RepeatEvidence,
 		Refusal: o.Refusal, StopYielded: o.StopYielded,
 	}))
-	return observe(ctx, "defer", code, w, err)
+	return w, err
 }
 
 // Retry spends the claimed attempt: requeued with full-jitter backoff, or failed_permanent with
 // code once the budget is exhausted (the returned row says which).
 func (q *Queue) Retry(ctx context.Context, db store.DBTX, c Claim, code string) (Work, error) {
 	w, err := fenced(store.RetryWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), q.opts.MaxAttempts, q.jitter()))
-	return observe(ctx, "retry", code, w, err)
+	return w, err
 }
 
 // Fail ends the claim as failed_permanent with code and optional result data.
 func (q *Queue) Fail(ctx context.Context, db store.DBTX, c Claim, code string, result json.RawMessage) (Work, error) {
 	w, err := fenced(store.FailWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
-	return observe(ctx, "fail", code, w, err)
-}
-
-// TransitionObserver sees each fenced transition (complete, defer, retry, fail) made with a
-// context from WithTransitionObserver: the worker's event log records what a finalization
-// transaction published. It runs before the transaction commits.
-type TransitionObserver func(op, code string, w Work, err error)
-
-type observerKey struct{}
-
-// WithTransitionObserver returns ctx carrying fn.
-func WithTransitionObserver(ctx context.Context, fn TransitionObserver) context.Context {
-	return context.WithValue(ctx, observerKey{}, fn)
-}
-
-// observe passes a transition's result to the context's observer, if any, and returns it.
-func observe(ctx context.Context, op, code string, w Work, err error) (Work, error) {
-	if fn, ok := ctx.Value(observerKey{}).(TransitionObserver); ok {
-		fn(op, SafeCode(code), w, err)
-	}
 	return w, err
 }
+
+// Transition names a fenced transition.
+type Transition string
+
+// Fenced transitions.
+const (
+	TransitionComplete Transition = "complete"
+	TransitionDefer    Transition = "defer"
+	TransitionRetry    Transition = "retry"
+	TransitionFail     Transition = "fail"
+)
 
 func fenced(w Work, err error) (Work, error) {
 	if errors.Is(err, store.ErrNoRows) {
@@ -422,38 +416,80 @@ func Backoff(n int, jitter float64) time.Duration {
 	return time.Duration(d * jitter)
 }
 
-// Operation names the work for logs (worker.completed `operation`).
-func Operation(w Work) string {
+// Operation is a kind of work: what a worker pass does with it. Its value is the work's name in
+// logs (worker.completed `operation`) and in the event log.
+type Operation string
+
+// Operations.
+const (
+	OpNamespaceEnsure      Operation = "namespace.ensure"
+	OpNamespaceDelete      Operation = "namespace.delete"
+	OpAgentStop            Operation = "agent.stop"
+	OpAgentDelete          Operation = "agent.delete"
+	OpRevisionReconcile    Operation = "agent_revision.reconcile"
+	OpCredentialWithdrawal Operation = "agent_revision.credential_withdrawal"
+)
+
+// operations is the one table of the work vocabulary: every operation with its metric label
+// (occ_reconciliation_attempts_total `work_kind`), in the order the metrics declare them. Dispatch,
+// log names and metric labels all derive from it.
+var operations = []struct {
+	op         Operation
+	metricKind string
+}{
+	{OpNamespaceEnsure, "namespace_ensure"},
+	{OpNamespaceDelete, "namespace_delete"},
+	{OpRevisionReconcile, "agent_revision"},
+	{OpAgentStop, "agent_stop"},
+	{OpAgentDelete, "agent_delete"},
+	{OpCredentialWithdrawal, "agent_credential_withdrawal"},
+}
+
+// Operations lists every operation, in table order.
+func Operations() []Operation {
+	out := make([]Operation, len(operations))
+	for i, o := range operations {
+		out[i] = o.op
+	}
+	return out
+}
+
+// MetricKind is the operation's metric label.
+func (o Operation) MetricKind() string {
+	for _, row := range operations {
+		if row.op == o {
+			return row.metricKind
+		}
+	}
+	return ""
+}
+
+// MetricKinds lists the metric labels of every operation, in table order.
+func MetricKinds() []string {
+	out := make([]string, len(operations))
+	for i, o := range operations {
+		out[i] = o.metricKind
+	}
+	return out
+}
+
+// OperationOf classifies a work row by its shape.
+func OperationOf(w Work) Operation {
 	switch {
 	case w.RevisionID != nil && w.AgentTarget != nil && *w.AgentTarget == "credentials_withdrawn":
-		return "agent_revision.credential_withdrawal"
+		return OpCredentialWithdrawal
 	case w.RevisionID != nil:
-		return "agent_revision.reconcile"
+		return OpRevisionReconcile
 	case w.AgentID != nil && w.AgentTarget != nil && *w.AgentTarget == AgentDeleted:
-		return "agent.delete"
+		return OpAgentDelete
 	case w.AgentID != nil:
-		return "agent.stop"
+		return OpAgentStop
 	case w.NamespaceTarget != nil && *w.NamespaceTarget == NamespaceDeleted:
-		return "namespace.delete"
+		return OpNamespaceDelete
 	default:
-		return "namespace.ensure"
+		return OpNamespaceEnsure
 	}
 }
 
 // MetricKind names the work for metrics (occ_reconciliation_attempts_total `work_kind`).
-func MetricKind(w Work) string {
-	switch Operation(w) {
-	case "agent_revision.credential_withdrawal":
-		return "agent_credential_withdrawal"
-	case "agent_revision.reconcile":
-		return "agent_revision"
-	case "agent.delete":
-		return "agent_delete"
-	case "agent.stop":
-		return "agent_stop"
-	case "namespace.delete":
-		return "namespace_delete"
-	default:
-		return "namespace_ensure"
-	}
-}
+func MetricKind(w Work) string { return OperationOf(w).MetricKind() }

@@ -263,7 +263,7 @@ type Worker struct {
 	// LivenessPath is OCC_WORKER_LIVENESS_PATH (starts with "/", or empty; differs from ReadinessPath).
 	LivenessPath string
 	// EventLogPath is OCC_WORKER_EVENT_LOG (starts with "/", or empty: no event log). A
-	// verification aid for chaos tests, not for production.
+	// verification aid for chaos tests, refused in production.
 	EventLogPath string
 	// DevelopmentConfigurationRoot is OCC_DEVELOPMENT_CONFIGURATION_ROOT (absolute or empty).
 	DevelopmentConfigurationRoot string
@@ -289,6 +289,11 @@ func LoadWorker(lookup Lookup) (Worker, error) {
 	w.ReadinessPath = r.absolutePath("OCC_WORKER_READINESS_PATH", "")
 	w.LivenessPath = r.absolutePath("OCC_WORKER_LIVENESS_PATH", "")
 	w.EventLogPath = r.absolutePath("OCC_WORKER_EVENT_LOG", "")
+	if w.Mode == Production && w.EventLogPath != "" {
+		// The event log grows without bound and is never rotated: a verification aid only.
+		r.fail("OCC_WORKER_EVENT_LOG", CodeConfigEnvInvalid, DetailInvalidValue,
+			"OCC_WORKER_EVENT_LOG is a verification aid and must be unset in production.")
+	}
 	if !r.failed() && w.LivenessPath != "" && w.LivenessPath == w.ReadinessPath {
 		r.fail("OCC_WORKER_LIVENESS_PATH", CodeConfigEnvInvalid, DetailInvalidValue,
 			"OCC_WORKER_LIVENESS_PATH must differ from OCC_WORKER_READINESS_PATH.")

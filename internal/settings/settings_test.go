@@ -1107,3 +1107,18 @@ func TestStringRedactsSecrets(t *testing.T) {
 		}
 	}
 }
+
+// The worker event log grows without bound: a verification aid, refused in production with a
+// coded startup error and accepted in development.
+func TestWorkerEventLogIsRefusedInProduction(t *testing.T) {
+	t.Parallel()
+	_, err := LoadWorker(MapLookup(workerProd().with(env{"OCC_WORKER_EVENT_LOG": "/tmp/events.jsonl"})))
+	var se *Error
+	if !errors.As(err, &se) || se.Code != CodeConfigEnvInvalid || se.Details[0].Path != "/env/OCC_WORKER_EVENT_LOG" {
+		t.Fatalf("got %v", err)
+	}
+	w, err := LoadWorker(MapLookup(workerDev().with(env{"OCC_WORKER_EVENT_LOG": "/tmp/events.jsonl"})))
+	if err != nil || w.EventLogPath != "/tmp/events.jsonl" {
+		t.Fatalf("development: %+v %v", w, err)
+	}
+}

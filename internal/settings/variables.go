@@ -253,7 +253,7 @@ var Variables = []VariableDoc{
 	},
 	{
 		Name: "OCC_WORKER_EVENT_LOG", Processes: onlyWorker, Requirement: Optional, Code: CodeConfigEnvInvalid,
-		Rule: "absolute path of the JSONL claim/renew/effect/publish event log (verification aid for chaos tests, not for production); unset: off",
+		Rule: "absolute path of the JSONL claim/renew/effect/publish event log (verification aid for chaos tests); unset: off; refused in production",
 	},
 	{
 		Name: "OCC_METRICS_ENABLED", Processes: apiAndWorker, Requirement: Optional, Default: "false",

@@ -48,7 +48,7 @@ func TestFinalizeAgentDeletionRemovesAgentAndItsPolicy(t *testing.T) {
 	app := db.App(t)
 	f := newFixture(t, app)
 	role := "role_" + uuid.NewString()
-	if ok, err := store.SetActiveRevisionIfUnchanged(ctx, app, f.ns, f.agent, nil, f.rev); err != nil || !ok {
+	if ok, err := store.SetActiveRevisionIfUnchanged(ctx, app, store.AgentKey{NamespaceID: f.ns, AgentID: f.agent}, nil, f.rev); err != nil || !ok {
 		t.Fatalf("activate: %v %v", ok, err)
 	}
 	if err := store.InsertIAMRole(ctx, app, role, &f.ns, nil, [][2]string{{"read", "agent"}}); err != nil {

@@ -91,7 +91,7 @@ UNION ALL
 // WorkState is the state and actor of one controller work row.
 type WorkState struct {
 	Key     string
-	State   string
+	State   QueueState
 	ActorID string
 }
 

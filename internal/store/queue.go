@@ -12,13 +12,17 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The SQL of the durable work queue (worker-lifecycle §2). Package queue gives it meaning; this
+// The SQL of the durable work queue. Package queue gives it meaning; this
 // file only speaks SQL. Every write after a claim is fenced by
 //
 //	state = 'claimed' AND claim_token = $token AND lease_expires_at > clock_timestamp()
 //
 // and every transition but enqueue and renew writes its evidence row to occ.audit_events in the
 // same statement, so a transition and its evidence can never be separated.
+
+// QueueState is the state of a work row: queued, claimed, succeeded or failed_permanent (package
+// queue names them).
+type QueueState string
 
 // WorkRecord is one row of occ.controller_work.
 type WorkRecord struct {
@@ -30,7 +34,7 @@ type WorkRecord struct {
 	ActorID         string
 	NamespaceTarget *string
 	AgentTarget     *string
-	State           string
+	State           QueueState
 	AvailableAt     time.Time
 	AttemptCount    int
 	ClaimToken      *uuid.UUID
@@ -336,7 +340,7 @@ RETURNING n.id`
 // RecoveredWork is one row that stale recovery requeued or failed.
 type RecoveredWork struct {
 	Key        string
-	State      string
+	State      QueueState
 	ReasonCode string
 }
 

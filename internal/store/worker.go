@@ -8,11 +8,22 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// NamespaceStatus is a Namespace's lifecycle status.
+type NamespaceStatus string
+
+// Namespace statuses.
+const (
+	NamespaceProvisioning NamespaceStatus = "provisioning"
+	NamespaceReady        NamespaceStatus = "ready"
+	NamespaceFailed       NamespaceStatus = "failed"
+	NamespaceDeleting     NamespaceStatus = "deleting"
+)
+
 // NamespaceRow is a Namespace as the worker reads it, tombstones included.
 type NamespaceRow struct {
 	ID                string
 	Name              string
-	Status            string
+	Status            NamespaceStatus
 	ExistingNamespace *string
 	DeletedAt         *time.Time
 	CreatedAt         time.Time
@@ -39,7 +50,7 @@ func LockNamespace(ctx context.Context, db DBTX, id string) (NamespaceRow, error
 }
 
 // SetNamespaceStatus changes a Namespace's status (the lifecycle trigger validates the transition).
-func SetNamespaceStatus(ctx context.Context, db DBTX, id, status string) error {
+func SetNamespaceStatus(ctx context.Context, db DBTX, id string, status NamespaceStatus) error {
 	_, err := db.Exec(ctx, `UPDATE occ.namespaces SET status = $2 WHERE id = $1`, id, status)
 	return err
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The SQL of the worker's Agent passes (stop, delete, revision deploy; worker-lifecycle §3.5–§3.7).
+// The SQL of the worker's Agent passes (stop, delete, revision deploy).
 // Lock order in every finalization transaction: Namespace (LockNamespace), then Agent
 // (LockWorkerAgent).
 
@@ -20,10 +20,28 @@ type WorkerAgent struct {
 	NamespaceID         string
 	ExecutionMode       string
 	ServicePrincipalID  string
-	Status              string // active | deleting
-	DesiredRuntimeState string // running | stopped
+	Status              AgentStatus
+	DesiredRuntimeState RuntimeState
 	ActiveRevisionID    *string
 }
+
+// AgentStatus is an Agent's lifecycle status.
+type AgentStatus string
+
+// Agent statuses.
+const (
+	AgentActive   AgentStatus = "active"
+	AgentDeleting AgentStatus = "deleting"
+)
+
+// RuntimeState is an Agent's desired runtime state.
+type RuntimeState string
+
+// Desired runtime states.
+const (
+	RuntimeRunning RuntimeState = "running"
+	RuntimeStopped RuntimeState = "stopped"
+)
 
 func readWorkerAgent(ctx context.Context, db DBTX, namespaceID, agentID string, lock RowLock) (WorkerAgent, error) {
 	var a WorkerAgent
@@ -72,14 +90,20 @@ SELECT id, namespace_id, agent_id, revision_number, admitted_spec, admitted_at
 	})
 }
 
+// AgentKey names one Agent: the Namespace it lives in and its id.
+type AgentKey struct {
+	NamespaceID string
+	AgentID     string
+}
+
 // SetActiveRevisionIfUnchanged publishes candidate as the Agent's active revision only while the
 // pointer still names expected (NULL when expected is nil): the compare-and-set of a deployment.
 // It reports whether the pointer moved.
-func SetActiveRevisionIfUnchanged(ctx context.Context, db DBTX, namespaceID, agentID string, expected *string, candidate string) (bool, error) {
+func SetActiveRevisionIfUnchanged(ctx context.Context, db DBTX, agent AgentKey, expected *string, candidate string) (bool, error) {
 	tag, err := db.Exec(ctx, `
 UPDATE occ.agents SET active_revision_id = $4, updated_at = clock_timestamp()
  WHERE namespace_id = $1 AND id = $2 AND active_revision_id IS NOT DISTINCT FROM $3`,
-		namespaceID, agentID, expected, candidate)
+		agent.NamespaceID, agent.AgentID, expected, candidate)
 	if err != nil {
 		return false, err
 	}
@@ -88,10 +112,10 @@ UPDATE occ.agents SET active_revision_id = $4, updated_at = clock_timestamp()
 
 // ClearActiveRevisionIfUnchanged clears the Agent's active pointer only while it still names
 // expected (the revision a stop pass stopped). It reports whether the pointer was cleared.
-func ClearActiveRevisionIfUnchanged(ctx context.Context, db DBTX, namespaceID, agentID, expected string) (bool, error) {
+func ClearActiveRevisionIfUnchanged(ctx context.Context, db DBTX, agent AgentKey, expected string) (bool, error) {
 	tag, err := db.Exec(ctx, `
 UPDATE occ.agents SET active_revision_id = NULL, updated_at = clock_timestamp()
- WHERE namespace_id = $1 AND id = $2 AND active_revision_id = $3`, namespaceID, agentID, expected)
+ WHERE namespace_id = $1 AND id = $2 AND active_revision_id = $3`, agent.NamespaceID, agent.AgentID, expected)
 	if err != nil {
 		return false, err
 	}
@@ -113,10 +137,10 @@ const (
 
 // FinalizeAgentDeletion runs occ.finalize_agent_deletion for the current claim of the Agent's
 // deletion work, inside the caller's finalization transaction.
-func FinalizeAgentDeletion(ctx context.Context, db DBTX, namespaceID, agentID, key string, token uuid.UUID) (AgentDeletion, error) {
+func FinalizeAgentDeletion(ctx context.Context, db DBTX, agent AgentKey, key string, token uuid.UUID) (AgentDeletion, error) {
 	var done *bool
 	if err := db.QueryRow(ctx, `SELECT occ.finalize_agent_deletion($1, $2, $3, $4)`,
-		namespaceID, agentID, key, token).Scan(&done); err != nil {
+		agent.NamespaceID, agent.AgentID, key, token).Scan(&done); err != nil {
 		return AgentDeletionClaimLost, err
 	}
 	switch {
@@ -130,12 +154,12 @@ func FinalizeAgentDeletion(ctx context.Context, db DBTX, namespaceID, agentID, k
 
 // AgentPrincipalValid reports whether principalID is a service principal identity owned by exactly
 // this Namespace and Agent (the Agent's workload identity).
-func AgentPrincipalValid(ctx context.Context, db DBTX, principalID, namespaceID, agentID string) (bool, error) {
+func AgentPrincipalValid(ctx context.Context, db DBTX, principalID string, agent AgentKey) (bool, error) {
 	var ok bool
 	err := db.QueryRow(ctx, `
 SELECT EXISTS (SELECT 1 FROM occ.iam_identities
                 WHERE id = $1 AND kind = 'service_principal' AND namespace_id = $2 AND agent_id = $3)`,
-		principalID, namespaceID, agentID).Scan(&ok)
+		principalID, agent.NamespaceID, agent.AgentID).Scan(&ok)
 	return ok, err
 }
 

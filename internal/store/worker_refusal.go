@@ -8,7 +8,7 @@ import (
 )
 
 // CountRefusedStopWaits counts the consecutive failed refused-candidate stop waits of a work item
-// (worker-lifecycle §2.4 countRefusedStopWaits): among its latest 64 evidence rows, newest first,
+// (the count that backs off the refused-candidate stop recheck): among its latest 64 evidence rows, newest first,
 // the REFUSED_CANDIDATE_STOP_PENDING rows that carry a refusal and did not yield, stopping at the
 // first row without a refusal. Rows with a refusal and another code (LEASE_EXPIRED) are passed over.
 func CountRefusedStopWaits(ctx context.Context, db DBTX, key string) (int, error) {

@@ -15,9 +15,8 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Agent stop and delete result codes (worker-lifecycle §4.3).
+// Agent stop and delete result codes.
 const (
-	codeInvalidTarget            = "INVALID_TARGET"
 	codeInvalidAgentOwner        = "INVALID_AGENT_OWNER"
 	codeInvalidAgentState        = "INVALID_AGENT_STATE"
 	codeInvalidActiveRevision    = "INVALID_ACTIVE_REVISION"
@@ -84,22 +83,6 @@ func namespaceRef(ns store.NamespaceRow) driver.Namespace {
 	return driver.Namespace{ID: ns.ID, Name: ns.Name, ExistingNamespace: ns.ExistingNamespace}
 }
 
-// effect renews the claim and runs fn under the claim's context (worker-lifecycle §3.1). A claim
-// lost before, during or after fn is errClaimLost, whatever fn returned: the pass must publish
-// nothing.
-func (w *Worker) effect(a *activeClaim, fn func(ctx context.Context) error) error {
-	if err := a.renew(a.ctx); err != nil {
-		return errClaimLost
-	}
-	w.events.effect(a, EventEffectStart, "", nil)
-	err := fn(a.ctx)
-	w.events.effect(a, EventEffectEnd, "", err)
-	if lost, _ := a.state(); lost {
-		return errClaimLost
-	}
-	return err
-}
-
 // bindAgent hands the approved Agent to a Compute Driver that wants it before revision work.
 func (w *Worker) bindAgent(a *activeClaim, ns store.NamespaceRow, agent store.WorkerAgent) error {
 	binder, ok := w.cfg.Compute.(driver.AgentBinder)
@@ -108,8 +91,6 @@ func (w *Worker) bindAgent(a *activeClaim, ns store.NamespaceRow, agent store.Wo
 	}
 	return w.effect(a, func(ctx context.Context) error { return binder.BindAgent(ctx, namespaceRef(ns), agentRef(agent)) })
 }
-
-func permanent(code string) result { return result{outcome: outcomePermanent, code: code} }
 
 // agentResource is the audit and IAM reference of an Agent.
 func agentResource(nsID, agentID string) iam.Resource {
@@ -164,169 +145,7 @@ func (w *Worker) observeOperation(op string, work queue.Work) {
 	}
 }
 
-// ---- Agent stop (worker-lifecycle §3.5) ----
-
-// stopDecision is what the stop pass decided before its finalization.
-type stopDecision struct {
-	result
-	principal string // the Agent's service principal as read
-	stopped   string // the active revision the pass stopped: the compare-and-clear target
-	yielded   bool   // a stop yielded while the runtime terminates: AGENT_STOP_YIELDED
-}
-
-// agentStopPass stops every runtime of the Agent admitted before the stop, then clears the active
-// pointer if it still names the stopped active revision.
-func (w *Worker) agentStopPass(a *activeClaim) (result, passReport, error) {
-	d, err := w.decideStop(a)
-	if err != nil {
-		return d.result, passReport{}, err
-	}
-	err = w.finalize(a, func(ctx context.Context, tx txDB) error { return w.finalizeStop(ctx, tx, a, &d) })
-	if err == nil && d.outcome == outcomeSuccess && d.code != codeStopSuperseded {
-		w.observeOperation(operationStop, a.claim.Work)
-	}
-	rep := w.exhaustedReport(a, d.result)
-	rep.yielded = d.yielded
-	return d.result, rep, err
-}
-
-// exhaustedReport logs an exhausted retry of Agent work as outcome permanent, while its result
-// stays the classification (retry).
-func (w *Worker) exhaustedReport(a *activeClaim, r result) passReport {
-	if r.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts() {
-		return passReport{outcome: outcomePermanent}
-	}
-	return passReport{}
-}
-
-func (w *Worker) decideStop(a *activeClaim) (stopDecision, error) {
-	ctx := a.ctx
-	work := a.claim.Work
-	if work.AgentID == nil || work.RevisionID != nil || work.AgentTarget == nil || *work.AgentTarget != queue.AgentStopped {
-		return stopDecision{result: permanent(codeInvalidTarget)}, nil
-	}
-	agent, err := store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, *work.AgentID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return stopDecision{result: permanent(codeInvalidAgentOwner)}, nil
-	case err != nil:
-		return stopDecision{result: dependencyFailure(err)}, nil
-	}
-	// IAM first, so that a driver failure later is a retry and not a denial.
-	den, err := w.reauthorize(ctx, iam.Request{PrincipalID: work.ActorID, Action: iam.ActionOperate,
-		Resource: agentResource(work.NamespaceID, agent.ID)})
-	if err != nil {
-		return stopDecision{result: dependencyFailure(err)}, nil
-	}
-	if den != nil {
-		return stopDecision{result: result{outcome: outcomePermanent, code: den.code, denial: den}}, nil
-	}
-
-	principal := agent.ServicePrincipalID
-	ns, err := store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
-	if err == nil {
-		agent, err = store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, agent.ID)
-	}
-	var rows []store.WorkerRevision
-	if err == nil {
-		rows, err = store.ListWorkerRevisions(ctx, w.pool, work.NamespaceID, agent.ID)
-	}
-	switch {
-	case errors.Is(err, store.ErrNotFound) || (err == nil && (ns.DeletedAt != nil || agent.ServicePrincipalID != principal)):
-		return stopDecision{result: permanent(codeInvalidAgentOwner)}, nil
-	case err != nil:
-		return stopDecision{result: dependencyFailure(err)}, nil
-	}
-	d := stopDecision{principal: principal}
-	if agent.DesiredRuntimeState != "stopped" {
-		d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded} // a later deploy won
-		return d, nil
-	}
-	revisions := lenientRevisions(rows)
-	var active *agentRevision
-	if agent.ActiveRevisionID != nil {
-		for i := range revisions {
-			if revisions[i].row.ID == *agent.ActiveRevisionID {
-				active = &revisions[i]
-			}
-		}
-		switch {
-		case active == nil:
-			d.result = permanent(codeInvalidActiveRevision)
-			return d, nil
-		case active.row.AdmittedAt.After(work.CreatedAt):
-			d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded}
-			return d, nil
-		case !w.ownsCompute(active.spec.Compute):
-			d.result = permanent(codeComputeDriverMismatch)
-			return d, nil
-		}
-	}
-
-	// The cleanup set: the active revision first, then every other revision of this Compute admitted
-	// before the stop (failed candidates, predecessors whose retirement failed), newest first.
-	var set []agentRevision
-	if active != nil {
-		set = append(set, *active)
-	}
-	for i := len(revisions) - 1; i >= 0; i-- {
-		r := revisions[i]
-		if (active != nil && r.row.ID == active.row.ID) || !w.ownsCompute(r.spec.Compute) || r.row.AdmittedAt.After(work.CreatedAt) {
-			continue
-		}
-		set = append(set, r)
-	}
-	for _, r := range set {
-		if !r.ownedBy(agent) {
-			d.result = permanent(codeInvalidRevisionOwner)
-			return d, nil
-		}
-	}
-	if len(set) > 0 {
-		if err := w.bindAgent(a, ns, agent); err != nil {
-			return d, claimLostOr(err, &d.result)
-		}
-	}
-	for _, r := range set {
-		// Desired state is re-read before every stop: a deploy admitted meanwhile wins.
-		current, err := store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, agent.ID)
-		switch {
-		case errors.Is(err, store.ErrNotFound) || (err == nil && current.ServicePrincipalID != principal):
-			d.result = permanent(codeInvalidAgentOwner)
-			return d, nil
-		case err != nil:
-			return d, claimLostOr(err, &d.result)
-		case current.DesiredRuntimeState != "stopped":
-			d.result = result{outcome: outcomeSuccess, code: codeStopSuperseded}
-			return d, nil
-		}
-		if err := w.stopRevision(a, r.driverRevision(), true); err != nil {
-			if driver.IsStopYielded(err) {
-				// The runtime is still terminating: wait, without spending the attempt, and run again
-				// after the other work. The stops done so far are repeated (they are idempotent).
-				d.result = result{outcome: outcomePending, code: codeAgentStopYielded, cause: driver.ErrorClass(err)}
-				d.yielded = true
-				return d, nil
-			}
-			return d, claimLostOr(err, &d.result)
-		}
-	}
-	d.result = result{outcome: outcomeSuccess, code: codeAgentAlreadyStopped}
-	if active != nil {
-		d.code, d.stopped = codeAgentStopped, active.row.ID
-	}
-	return d, nil
-}
-
-// claimLostOr returns errClaimLost for a lost claim; any other error becomes the retry
-// DEPENDENCY_UNAVAILABLE in *r and nil.
-func claimLostOr(err error, r *result) error {
-	if errors.Is(err, errClaimLost) {
-		return errClaimLost
-	}
-	*r = dependencyFailure(err)
-	return nil
-}
+// ---- Agent stop: finalization (the plan and its run are in agent_stop.go) ----
 
 func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *stopDecision) error {
 	work := a.claim.Work
@@ -341,14 +160,14 @@ func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *s
 			d.result, d.stopped = permanent(codeInvalidAgentOwner), ""
 		case err != nil:
 			return err
-		case agent.DesiredRuntimeState != "stopped":
+		case agent.DesiredRuntimeState != store.RuntimeStopped:
 			d.code, d.stopped = codeStopSuperseded, "" // a deploy admitted meanwhile: keep the pointer
 		case d.stopped != "":
-			cleared, err := store.ClearActiveRevisionIfUnchanged(ctx, tx, work.NamespaceID, agent.ID, d.stopped)
+			cleared, err := store.ClearActiveRevisionIfUnchanged(ctx, tx, store.AgentKey{NamespaceID: work.NamespaceID, AgentID: agent.ID}, d.stopped)
 			if err != nil {
 				return err
 			}
-			notePointer(ctx, agent.ID, &d.stopped, "", cleared)
+			w.hooks.pointer(a, agent.ID, &d.stopped, "", cleared)
 		}
 	}
 	exhausted := d.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts()
@@ -374,18 +193,18 @@ func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *s
 			return nowErr
 		}
 		delay := readinessRecheck(now.Sub(work.CreatedAt))
-		_, err = w.q.Defer(ctx, tx, a.claim, d.code, queue.DeferOptions{Delay: &delay})
+		_, err = w.deferWork(ctx, tx, a, d.code, queue.DeferOptions{Delay: &delay})
 	case d.outcome == outcomeSuccess:
-		_, err = w.q.Complete(ctx, tx, a.claim, d.code, nil)
+		_, err = w.complete(ctx, tx, a, d.code, nil)
 	case d.outcome == outcomePermanent:
-		_, err = w.q.Fail(ctx, tx, a.claim, d.code, nil)
+		_, err = w.fail(ctx, tx, a, d.code, nil)
 	default:
-		_, err = w.q.Retry(ctx, tx, a.claim, d.code)
+		_, err = w.retry(ctx, tx, a, d.code)
 	}
 	return err
 }
 
-// ---- Agent delete (worker-lifecycle §3.6) ----
+// ---- Agent delete ----
 
 // agentDeletePass retires every revision of a deleting Agent, deletes its runtime credentials,
 // then removes the Agent with everything it owns in one SQL finalizer.
@@ -401,55 +220,102 @@ func (w *Worker) agentDeletePass(a *activeClaim) (result, passReport, error) {
 	return r, w.exhaustedReport(a, r), err
 }
 
+// deleteSnapshot is what the delete pass reads before its first effect.
+type deleteSnapshot struct {
+	work      queue.Work
+	readErr   error // a failed read of the Namespace, the Agent or its revisions
+	ns        store.NamespaceRow
+	agent     store.WorkerAgent
+	revisions []agentRevision
+	owned     bool    // every revision is pinned to this worker's Compute
+	authErr   error   // the re-authorization could not be decided
+	denial    *denial // the re-authorization refused the actor
+}
+
+// decideDelete reads the snapshot, plans, and retires the Agent's runtime under the claim.
 func (w *Worker) decideDelete(a *activeClaim) (result, error) {
-	ctx := a.ctx
-	work := a.claim.Work
-	if work.AgentID == nil || work.RevisionID != nil || work.AgentTarget == nil || *work.AgentTarget != queue.AgentDeleted {
-		return permanent(codeInvalidTarget), nil
+	s := w.loadDelete(a)
+	if r := planDelete(s); r != nil {
+		return *r, nil
 	}
-	ns, err := store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
-	var agent store.WorkerAgent
-	if err == nil {
-		agent, err = store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, *work.AgentID)
+	return w.runDelete(a, s)
+}
+
+// loadDelete reads the Namespace, the Agent and its revisions, then re-authorizes the actor when
+// the Agent is in a state to be deleted.
+func (w *Worker) loadDelete(a *activeClaim) *deleteSnapshot {
+	ctx, work := a.ctx, a.claim.Work
+	s := &deleteSnapshot{work: work}
+	if !agentTarget(work, queue.AgentDeleted) {
+		return s
 	}
 	var rows []store.WorkerRevision
-	if err == nil {
-		rows, err = store.ListWorkerRevisions(ctx, w.pool, work.NamespaceID, agent.ID)
+	s.ns, s.readErr = store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
+	if s.readErr == nil {
+		s.agent, s.readErr = store.ReadWorkerAgent(ctx, w.pool, work.NamespaceID, *work.AgentID)
 	}
+	if s.readErr == nil {
+		rows, s.readErr = store.ListWorkerRevisions(ctx, w.pool, work.NamespaceID, s.agent.ID)
+	}
+	s.revisions = lenientRevisions(rows)
+	s.owned = true
+	for _, r := range s.revisions {
+		s.owned = s.owned && w.ownsCompute(r.spec.Compute)
+	}
+	if s.readErr == nil && deletable(s.agent) {
+		s.denial, s.authErr = w.reauthorize(ctx, iam.Request{PrincipalID: work.ActorID, Action: iam.ActionDelete,
+			Resource: agentResource(work.NamespaceID, s.agent.ID)})
+	}
+	return s
+}
+
+// agentTarget reports whether work is Agent work with the given target.
+func agentTarget(work queue.Work, target string) bool {
+	return work.AgentID != nil && work.RevisionID == nil && work.AgentTarget != nil && *work.AgentTarget == target
+}
+
+func deletable(a store.WorkerAgent) bool {
+	return a.Status == store.AgentDeleting && a.DesiredRuntimeState == store.RuntimeStopped
+}
+
+// planDelete returns the result that ends the delete pass before any effect, or nil: retire.
+func planDelete(s *deleteSnapshot) *result {
+	end := func(r result) *result { return &r }
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return permanent(codeInvalidAgentOwner), nil
-	case err != nil:
-		return dependencyFailure(err), nil
-	case agent.Status != "deleting" || agent.DesiredRuntimeState != "stopped":
-		return permanent(codeInvalidAgentState), nil
+	case !agentTarget(s.work, queue.AgentDeleted):
+		return end(permanent(codeInvalidTarget))
+	case errors.Is(s.readErr, store.ErrNotFound):
+		return end(permanent(codeInvalidAgentOwner))
+	case s.readErr != nil:
+		return end(dependencyFailure(s.readErr))
+	case !deletable(s.agent):
+		return end(permanent(codeInvalidAgentState))
+	case s.authErr != nil:
+		return end(dependencyFailure(s.authErr))
+	case s.denial != nil:
+		return end(result{outcome: outcomePermanent, code: s.denial.code, denial: s.denial})
 	}
-	den, err := w.reauthorize(ctx, iam.Request{PrincipalID: work.ActorID, Action: iam.ActionDelete,
-		Resource: agentResource(work.NamespaceID, agent.ID)})
-	if err != nil {
-		return dependencyFailure(err), nil
-	}
-	if den != nil {
-		return result{outcome: outcomePermanent, code: den.code, denial: den}, nil
-	}
-	revisions := lenientRevisions(rows)
-	for _, r := range revisions {
-		if !r.ownedBy(agent) {
-			return permanent(codeInvalidRevisionOwner), nil
+	for _, r := range s.revisions {
+		if !r.ownedBy(s.agent) {
+			return end(permanent(codeInvalidRevisionOwner))
 		}
 	}
-	for _, r := range revisions {
-		if !w.ownsCompute(r.spec.Compute) {
-			return permanent(codeComputeDriverMismatch), nil
-		}
+	if !s.owned {
+		return end(permanent(codeComputeDriverMismatch))
 	}
+	return nil
+}
+
+// runDelete retires every revision, newest first (the serving revision stops before its
+// predecessors), then deletes the Agent's runtime credentials when the driver can.
+func (w *Worker) runDelete(a *activeClaim, s *deleteSnapshot) (result, error) {
 	var r result
+	revisions := s.revisions
 	if len(revisions) > 0 {
-		if err := w.bindAgent(a, ns, agent); err != nil {
+		if err := w.bindAgent(a, s.ns, s.agent); err != nil {
 			return r, claimLostOr(err, &r)
 		}
 	}
-	// Newest first, so that the serving revision stops before its predecessors.
 	sort.SliceStable(revisions, func(i, j int) bool { return revisions[i].row.Number > revisions[j].row.Number })
 	for _, rev := range revisions {
 		dr := rev.driverRevision()
@@ -458,11 +324,11 @@ func (w *Worker) decideDelete(a *activeClaim) (result, error) {
 		}
 	}
 	if deleter, ok := w.cfg.Compute.(driver.RuntimeCredentialDeleter); ok {
-		if err := w.effect(a, func(ctx context.Context) error { return deleter.DeleteAgentRuntimeCredentials(ctx, agentRef(agent)) }); err != nil {
+		if err := w.effect(a, func(ctx context.Context) error { return deleter.DeleteAgentRuntimeCredentials(ctx, agentRef(s.agent)) }); err != nil {
 			return r, claimLostOr(err, &r)
 		}
 	}
-	return result{outcome: outcomeSuccess, code: codeAgentDeleted}, nil
+	return success(codeAgentDeleted), nil
 }
 
 func (w *Worker) finalizeDelete(ctx context.Context, tx txDB, a *activeClaim, r *result) error {
@@ -470,7 +336,7 @@ func (w *Worker) finalizeDelete(ctx context.Context, tx txDB, a *activeClaim, r 
 	if r.outcome == outcomeSuccess {
 		// The SQL finalizer checks the claim again, removes the Agent, its revisions, principal,
 		// bindings, restrictions, keys and every work row, and writes the success audit.
-		st, err := store.FinalizeAgentDeletion(ctx, tx, work.NamespaceID, *work.AgentID, work.Key, a.claim.Token)
+		st, err := store.FinalizeAgentDeletion(ctx, tx, store.AgentKey{NamespaceID: work.NamespaceID, AgentID: *work.AgentID}, work.Key, a.claim.Token)
 		switch {
 		case err != nil:
 			return err
@@ -480,7 +346,7 @@ func (w *Worker) finalizeDelete(ctx context.Context, tx txDB, a *activeClaim, r 
 			return nil
 		}
 		*r = result{outcome: outcomePending, code: codeRepositoryCleanupPending}
-		_, err = w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{})
+		_, err = w.deferWork(ctx, tx, a, r.code, queue.DeferOptions{})
 		return err
 	}
 	exhausted := r.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts()
@@ -498,11 +364,11 @@ func (w *Worker) finalizeDelete(ctx context.Context, tx txDB, a *activeClaim, r 
 	var err error
 	switch {
 	case r.outcome == outcomePending:
-		_, err = w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{})
+		_, err = w.deferWork(ctx, tx, a, r.code, queue.DeferOptions{})
 	case r.outcome == outcomePermanent:
-		_, err = w.q.Fail(ctx, tx, a.claim, r.code, nil)
+		_, err = w.fail(ctx, tx, a, r.code, nil)
 	default:
-		_, err = w.q.Retry(ctx, tx, a.claim, r.code)
+		_, err = w.retry(ctx, tx, a, r.code)
 	}
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/simulated"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/testkit/wait"
 	"github.com/openclaw/occ/internal/worker"
 )
 
@@ -177,9 +178,9 @@ func (h *harness) reason(key string) string {
 }
 
 // waitWork waits until the work item is terminal and returns its state and reason.
-func (h *harness) waitWork(key string) (string, string) {
+func (h *harness) waitWork(key string) (queue.State, string) {
 	h.t.Helper()
-	eventually(h.t, 20*time.Second, "work "+key+" terminal", func() bool {
+	wait.Eventually(h.t, wait.Medium, "work "+key+" terminal", func() bool {
 		s := h.workState(key)
 		return s == queue.StateSucceeded || s == queue.StateFailedPermanent
 	})
@@ -268,7 +269,7 @@ func TestAgentFullLifecycleDeployStopDelete(t *testing.T) {
 	}
 
 	delKey := f.remove(h.admin)
-	eventually(t, 20*time.Second, "agent removed", func() bool {
+	wait.Eventually(t, wait.Medium, "agent removed", func() bool {
 		return h.count(`SELECT count(*) FROM occ.agents WHERE id = $1`, f.id) == 0
 	})
 	for what, n := range map[string]int{
@@ -302,21 +303,21 @@ func TestAgentFullLifecycleDeployStopDelete(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("effects %v, want %v", got, want)
 	}
-	eventually(t, 5*time.Second, "three agent operation durations", func() bool { return len(rec.ops()) == 3 })
+	wait.Eventually(t, wait.Short, "three agent operation durations", func() bool { return len(rec.ops()) == 3 })
 	if ops := rec.ops(); !slices.Equal(ops, []string{"deploy", "stop", "delete"}) {
 		t.Fatalf("agent operations %v", ops)
 	}
 	// worker.completed of the three passes.
-	eventually(t, 5*time.Second, "three agent completions", func() bool {
+	wait.Eventually(t, wait.Short, "three agent completions", func() bool {
 		n := 0
-		for _, ev := range w.logs.events("worker.completed") {
+		for _, ev := range w.logs.Events("worker.completed") {
 			if ev["agentId"] == f.id {
 				n++
 			}
 		}
 		return n == 3
 	})
-	for _, ev := range w.logs.events("worker.completed") {
+	for _, ev := range w.logs.Events("worker.completed") {
 		if ev["agentId"] != f.id {
 			continue
 		}
@@ -383,7 +384,7 @@ func TestStopAndDeleteAfterRevocationFailWithoutEffects(t *testing.T) {
 	if err := h.app.QueryRow(context.Background(), `SELECT occ.retry_failed_agent_deletion($1, $2, $3, $4)`, ns, f.id, operator, h.admin).Scan(&requeued); err != nil || !requeued {
 		t.Fatalf("retry: %v %v", requeued, err)
 	}
-	eventually(t, 20*time.Second, "agent removed after takeover", func() bool {
+	wait.Eventually(t, wait.Medium, "agent removed after takeover", func() bool {
 		return h.count(`SELECT count(*) FROM occ.agents WHERE id = $1`, f.id) == 0
 	})
 	if n := h.count(`SELECT count(*) FROM occ.audit_events WHERE action = 'openclaw.agents.lifecycle.delete' AND resource_id = $1
@@ -414,8 +415,8 @@ func TestDeletionRetriesAFailedRetirementThenFinishes(t *testing.T) {
 		t.Fatalf("%d terminal failure audits", n)
 	}
 	var last map[string]any
-	eventually(t, 5*time.Second, "the exhausted attempt logged", func() bool {
-		for _, ev := range w.logs.events("worker.completed") {
+	wait.Eventually(t, wait.Short, "the exhausted attempt logged", func() bool {
+		for _, ev := range w.logs.Events("worker.completed") {
 			if ev["operation"] == "agent.delete" && ev["attempt"] == float64(2) {
 				last = ev
 			}
@@ -431,7 +432,7 @@ func TestDeletionRetriesAFailedRetirementThenFinishes(t *testing.T) {
 	if err := h.app.QueryRow(context.Background(), `SELECT occ.retry_failed_agent_deletion($1, $2, $3, $3)`, ns, f.id, h.admin).Scan(&requeued); err != nil || !requeued {
 		t.Fatalf("retry: %v %v", requeued, err)
 	}
-	eventually(t, 20*time.Second, "agent removed", func() bool {
+	wait.Eventually(t, wait.Medium, "agent removed", func() bool {
 		return h.count(`SELECT count(*) FROM occ.agents WHERE id = $1`, f.id) == 0
 	})
 }
@@ -503,7 +504,7 @@ func TestFailedStopRetriesTheIdempotentStops(t *testing.T) {
 	key := f.stop(h.admin)
 	waitCalls(t, sim, simulated.OpStopRevision, rev, 1)
 	close(release)
-	eventually(t, 10*time.Second, "the failed stop retried", func() bool { return h.evidence(key, "DEPENDENCY_UNAVAILABLE") == 1 })
+	wait.Eventually(t, wait.Short, "the failed stop retried", func() bool { return h.evidence(key, "DEPENDENCY_UNAVAILABLE") == 1 })
 	if st, code := h.waitWork(key); st != queue.StateSucceeded || code != "AGENT_STOPPED" {
 		t.Fatalf("%s %s", st, code)
 	}
@@ -513,8 +514,8 @@ func TestFailedStopRetriesTheIdempotentStops(t *testing.T) {
 	if f.active() != "" || sim.Calls(simulated.OpStopRevision, rev) != 2 {
 		t.Fatal("stop did not converge")
 	}
-	eventually(t, 5*time.Second, "the retry logged", func() bool {
-		for _, ev := range w.logs.events("worker.completed") {
+	wait.Eventually(t, wait.Short, "the retry logged", func() bool {
+		for _, ev := range w.logs.Events("worker.completed") {
 			if ev["workId"] == key && ev["outcome"] == "retry" && ev["cause"] == "RetryableError" {
 				return true
 			}

@@ -35,19 +35,24 @@ type activeClaim struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	onLate func(c *activeClaim, d time.Duration)
-	events *eventLog // nil unless OCC_WORKER_EVENT_LOG is set
+	// spawn runs a goroutine the worker joins on stop (the late-renewal report).
+	spawn func(func())
+	hooks hooks // the worker's verification hooks (noHooks unless OCC_WORKER_EVENT_LOG is set)
 
 	mu            sync.Mutex
 	lastConfirmed time.Time // send time of the newest confirmed renewal (or of the claim)
 	lapse         *time.Timer
 	lost          bool
+	released      bool // the pass is over: no renewal is sent any more
 	cause         string
-	inflight      int // renewals sent and not yet answered
+	inflight      int        // renewals sent and not yet answered
+	answered      *sync.Cond // signalled when a renewal is answered (on mu)
 }
 
-func newActiveClaim(parent context.Context, q *queue.Queue, c queue.Claim, sentAt time.Time, onLate func(*activeClaim, time.Duration)) *activeClaim {
+func newActiveClaim(parent context.Context, q *queue.Queue, c queue.Claim, sentAt time.Time, onLate func(*activeClaim, time.Duration), spawn func(func())) *activeClaim {
 	ctx, cancel := context.WithCancelCause(parent)
-	a := &activeClaim{claim: c, q: q, lease: q.LeaseDuration(), ctx: ctx, cancel: cancel, onLate: onLate, lastConfirmed: sentAt}
+	a := &activeClaim{claim: c, q: q, lease: q.LeaseDuration(), ctx: ctx, cancel: cancel, onLate: onLate, spawn: spawn, lastConfirmed: sentAt}
+	a.answered = sync.NewCond(&a.mu)
 	a.mu.Lock()
 	a.lapse = time.AfterFunc(time.Until(sentAt.Add(a.lease)), a.lapsed)
 	a.mu.Unlock()
@@ -87,7 +92,7 @@ func (a *activeClaim) stop() {
 func (a *activeClaim) beginRenewal() (sentAt time.Time, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.lost {
+	if a.lost || a.released {
 		return time.Time{}, false
 	}
 	a.inflight++
@@ -101,7 +106,7 @@ func (a *activeClaim) endRenewal(renewal string, sentAt, until time.Time, renewe
 	answered := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.events != nil {
+	if a.hooks != nil {
 		wasLost, lateNow := a.lost, answered.Sub(a.lastConfirmed) >= a.lease
 		defer func() {
 			result := ResultOK
@@ -113,10 +118,11 @@ func (a *activeClaim) endRenewal(renewal string, sentAt, until time.Time, renewe
 			case lateNow || (wasLost && a.cause == CauseRenewalLate):
 				result = ResultLate
 			}
-			a.events.renewed(a, renewal, sentAt, until, result, wasLost, err) // never takes a.mu
+			a.hooks.renewed(a, renewal, sentAt, until, result, wasLost, err) // never takes a.mu
 		}()
 	}
 	a.inflight--
+	a.answered.Broadcast()
 	lapsedBefore := answered.Sub(a.lastConfirmed) >= a.lease
 	switch {
 	case a.lost:
@@ -147,7 +153,7 @@ func (a *activeClaim) endRenewal(renewal string, sentAt, until time.Time, renewe
 
 func (a *activeClaim) reportLate(d time.Duration) {
 	if a.onLate != nil {
-		go a.onLate(a, d)
+		a.spawn(func() { a.onLate(a, d) })
 	}
 }
 
@@ -179,8 +185,8 @@ func (a *activeClaim) renewInTx(ctx context.Context, tx store.DBTX) error {
 		return errClaimLost
 	}
 	until, err := a.q.RenewOne(ctx, tx, a.claim)
-	if err == nil {
-		noteRenewedInTx(ctx, until)
+	if err == nil && a.hooks != nil {
+		a.hooks.renewedInTx(a, until)
 	}
 	return err
 }
@@ -191,10 +197,16 @@ func (a *activeClaim) state() (lost bool, cause string) {
 	return a.lost, a.cause
 }
 
-// release stops the lapse timer once the pass is over.
+// release stops the lapse timer once the pass is over. It waits for the answers of renewals in
+// flight (each is bounded by the database timeout), so that every renewal is reported before the
+// claim's release.
 func (a *activeClaim) release() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.released = true
+	for a.inflight > 0 {
+		a.answered.Wait()
+	}
 	a.lapse.Stop()
 	a.cancel(context.Canceled)
 }

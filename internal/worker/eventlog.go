@@ -50,7 +50,7 @@ type Event struct {
 	Lane      string `json:"lane,omitempty"` // the Agent, or the Namespace for Namespace work
 	Token     string `json:"token,omitempty"`
 	Attempt   int    `json:"attempt,omitempty"`
-	Operation string `json:"operation,omitempty"` // queue.Operation of the work
+	Operation string `json:"operation,omitempty"` // queue.OperationOf the work
 	// Call names the Compute call of an effect when the worker knows it (Namespace passes).
 	Call string `json:"call,omitempty"`
 
@@ -81,8 +81,7 @@ type Event struct {
 	Cause   string `json:"cause,omitempty"`   // release: the CLAIM_LOST cause; renew/effect-end/publish: error class
 }
 
-// eventLog appends Events as JSON lines. A nil *eventLog records nothing, so every hook is one
-// nil check when the log is off. Lines are written with one write(2) each, without fsync: they
+// eventLog appends Events as JSON lines; it implements the worker's hooks (hooks.go). Lines are written with one write(2) each, without fsync: they
 // survive a SIGKILL of the worker, not a crash of the machine.
 type eventLog struct {
 	mu      sync.Mutex
@@ -93,6 +92,9 @@ type eventLog struct {
 	lease   time.Duration
 	max     int
 	failed  bool
+
+	pubMu sync.Mutex                      // guards pubs
+	pubs  map[*activeClaim]*publishRecord // open finalization transactions, by claim
 }
 
 func openEventLog(path string, q *queue.Queue) (*eventLog, error) {
@@ -105,7 +107,7 @@ func openEventLog(path string, q *queue.Queue) (*eventLog, error) {
 	}
 	pid := os.Getpid()
 	return &eventLog{f: f, pid: pid, process: fmt.Sprintf("%d-%d", pid, time.Now().UnixNano()),
-		lease: q.LeaseDuration(), max: q.MaxAttempts()}, nil
+		lease: q.LeaseDuration(), max: q.MaxAttempts(), pubs: map[*activeClaim]*publishRecord{}}, nil
 }
 
 func (l *eventLog) write(e Event) {
@@ -152,7 +154,7 @@ func lane(w queue.Work) string {
 func (l *eventLog) claimEvent(a *activeClaim, typ string) Event {
 	c := a.claim
 	return Event{Type: typ, WorkID: c.Work.Key, Lane: lane(c.Work), Token: c.Token.String(), Attempt: c.Attempt(),
-		Operation: queue.Operation(c.Work)}
+		Operation: string(queue.OperationOf(c.Work))}
 }
 
 // claimed records a claim before its pass starts.
@@ -225,36 +227,32 @@ type publishRecord struct {
 	cleared    bool
 }
 
-type publishKey struct{}
+// publishBegun opens the publish record of a's finalization transaction.
+func (l *eventLog) publishBegun(a *activeClaim) {
+	l.pubMu.Lock()
+	defer l.pubMu.Unlock()
+	l.pubs[a] = &publishRecord{}
+}
 
-func (p *publishRecord) observe(op, code string, w queue.Work, err error) {
-	if err != nil {
-		return
+func (l *eventLog) publishing(a *activeClaim) *publishRecord {
+	l.pubMu.Lock()
+	defer l.pubMu.Unlock()
+	return l.pubs[a]
+}
+
+// transition records the fenced transition a finalization transaction made.
+func (l *eventLog) transition(a *activeClaim, op queue.Transition, code string, w queue.Work, err error) {
+	if p := l.publishing(a); p != nil && err == nil {
+		p.mu.Lock()
+		p.transition, p.state, p.code = string(op), string(w.State), queue.SafeCode(code)
+		p.mu.Unlock()
 	}
-	p.mu.Lock()
-	p.transition, p.state, p.code = op, w.State, code
-	p.mu.Unlock()
 }
 
-// withPublish attaches a publish record to a finalization context (nil when the log is off).
-func (l *eventLog) withPublish(ctx context.Context) (context.Context, *publishRecord) {
-	if l == nil {
-		return ctx, nil
-	}
-	p := &publishRecord{}
-	ctx = context.WithValue(ctx, publishKey{}, p)
-	return queue.WithTransitionObserver(ctx, p.observe), p
-}
-
-func publishOf(ctx context.Context) *publishRecord {
-	p, _ := ctx.Value(publishKey{}).(*publishRecord)
-	return p
-}
-
-// notePointer records, inside a finalization transaction, an active pointer the transaction set
-// (activation: previous → active) or cleared (active ""). A no-op when the event log is off.
-func notePointer(ctx context.Context, agentID string, previous *string, active string, changed bool) {
-	p := publishOf(ctx)
+// pointer records, inside a finalization transaction, an active pointer the transaction set
+// (activation: previous → active) or cleared (active "").
+func (l *eventLog) pointer(a *activeClaim, agentID string, previous *string, active string, changed bool) {
+	p := l.publishing(a)
 	if p == nil || !changed {
 		return
 	}
@@ -268,16 +266,21 @@ func notePointer(ctx context.Context, agentID string, previous *string, active s
 	p.activation, p.cleared = active != "", active == ""
 }
 
-func noteRenewedInTx(ctx context.Context, until time.Time) {
-	if p := publishOf(ctx); p != nil {
+// renewedInTx records the renewal that begins a finalization transaction.
+func (l *eventLog) renewedInTx(a *activeClaim, until time.Time) {
+	if p := l.publishing(a); p != nil {
 		p.mu.Lock()
 		p.until = until
 		p.mu.Unlock()
 	}
 }
 
-func (l *eventLog) published(a *activeClaim, p *publishRecord, sentAt time.Time, err error) {
-	if l == nil || p == nil {
+func (l *eventLog) published(a *activeClaim, sentAt time.Time, err error) {
+	l.pubMu.Lock()
+	p := l.pubs[a]
+	delete(l.pubs, a)
+	l.pubMu.Unlock()
+	if p == nil {
 		return
 	}
 	e := l.claimEvent(a, EventPublish)

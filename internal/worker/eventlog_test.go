@@ -12,6 +12,8 @@ import (
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/testkit/chaos"
+	"github.com/openclaw/occ/internal/testkit/logbuf"
+	"github.com/openclaw/occ/internal/testkit/wait"
 	"github.com/openclaw/occ/internal/worker"
 )
 
@@ -30,14 +32,14 @@ func TestEventLogRecordsAPassAndPassesTheChecker(t *testing.T) {
 		Compute:     simulated.New("compute-simulated", simulated.Config{}, simulated.Options{}),
 		IAMDriverID: bootstrap.IAMDriverID, InstallationID: h.installation, Concurrency: 2,
 		PollInterval: 20 * time.Millisecond, ConvergenceTimeout: time.Minute, DatabaseTimeout: 5 * time.Second,
-		Logger: obs.NewLogger(&logBuffer{}, "occ-worker", slog.LevelInfo), EventLogPath: path,
+		Logger: obs.NewLogger(&logbuf.Buffer{}, "occ-worker", slog.LevelInfo), EventLogPath: path,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
-	eventually(t, 20*time.Second, "default namespace ready", func() bool { return h.nsStatus(h.defaultNS) == "ready" })
+	wait.Eventually(t, wait.Medium, "default namespace ready", func() bool { return h.nsStatus(h.defaultNS) == "ready" })
 	cancel()
 	<-done
 	end := time.Now()
@@ -59,7 +61,7 @@ func TestEventLogRecordsAPassAndPassesTheChecker(t *testing.T) {
 				t.Errorf("claim %+v", e)
 			}
 		case worker.EventPublish:
-			if e.Result != worker.ResultAccepted || e.Transition != "complete" || e.State != queue.StateSucceeded ||
+			if e.Result != worker.ResultAccepted || e.Transition != "complete" || e.State != string(queue.StateSucceeded) ||
 				e.Code != queue.CodeReconcileSucceeded || e.LeaseExpiresAt == nil {
 				t.Errorf("publish %+v", e)
 			}

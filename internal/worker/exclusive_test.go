@@ -10,6 +10,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/simulated"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 // exclusiveSim is a simulated driver that requires stopped predecessors for every revision.
@@ -20,7 +21,7 @@ func exclusiveSim(opts simulated.Options) *simulated.Driver {
 // completions returns the worker.completed lines of one work item, in order.
 func (w *runningWorker) completions(key string) []map[string]any {
 	var out []map[string]any
-	for _, ev := range w.logs.events("worker.completed") {
+	for _, ev := range w.logs.Events("worker.completed") {
 		if ev["workId"] == key {
 			out = append(out, ev)
 		}
@@ -32,7 +33,7 @@ func (w *runningWorker) completions(key string) []map[string]any {
 func (w *runningWorker) waitCompletion(t *testing.T, key, code string) map[string]any {
 	t.Helper()
 	var line map[string]any
-	eventually(t, 20*time.Second, "the "+code+" line of "+key, func() bool {
+	wait.Eventually(t, wait.Medium, "the "+code+" line of "+key, func() bool {
 		for _, ev := range w.completions(key) {
 			if ev["code"] == code {
 				line = ev
@@ -302,7 +303,7 @@ func TestFailedDeploymentAddsPredecessorStop(t *testing.T) {
 	}
 	w.waitCompletion(t, key, "DEPENDENCY_UNAVAILABLE")
 	lines := w.completions(key)
-	eventually(t, 10*time.Second, "three passes logged", func() bool { lines = w.completions(key); return len(lines) == 3 })
+	wait.Eventually(t, wait.Short, "three passes logged", func() bool { lines = w.completions(key); return len(lines) == 3 })
 	codes := []string{}
 	for _, ev := range lines {
 		codes = append(codes, ev["code"].(string))
@@ -441,8 +442,8 @@ func TestRefusedStopWaitSurvivesALostClaim(t *testing.T) {
 	   lease_expires_at = clock_timestamp() + interval '1 hour' WHERE idempotency_key = $1`, key); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "CLAIM_LOST", func() bool {
-		for _, ev := range w.logs.events("worker.error") {
+	wait.Eventually(t, wait.Short, "CLAIM_LOST", func() bool {
+		for _, ev := range w.logs.Events("worker.error") {
 			if ev["code"] == "CLAIM_LOST" && ev["workId"] == key {
 				return true
 			}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/driver"
@@ -15,89 +12,12 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Pass outcomes (worker.completed `outcome`).
+// Namespace result codes.
 const (
-	outcomeSuccess   = "success"
-	outcomePending   = "pending"
-	outcomeRetry     = "retry"
-	outcomePermanent = "permanent"
+	codeNamespaceReconciled = "NAMESPACE_RECONCILED"
+	codeNamespaceIncomplete = "NAMESPACE_INCOMPLETE"
+	codeSupersededTarget    = "SUPERSEDED_TARGET"
 )
-
-// Namespace result codes (worker-lifecycle §4.3).
-const (
-	codeNamespaceReconciled   = "NAMESPACE_RECONCILED"
-	codeNamespaceIncomplete   = "NAMESPACE_INCOMPLETE"
-	codeSupersededTarget      = "SUPERSEDED_TARGET"
-	codeDependencyUnavailable = "DEPENDENCY_UNAVAILABLE"
-	codeAuthorizationDenied   = "AUTHORIZATION_DENIED"
-	codeActorRevoked          = "ACTOR_REVOKED"
-	codeInvalidObservation    = "INVALID_DRIVER_OBSERVATION"
-	codeDeadlineExceeded      = "CONVERGENCE_DEADLINE_EXCEEDED"
-)
-
-// result is what a pass decided before its finalization.
-type result struct {
-	outcome     string
-	code        string
-	reason      string // the driver's bounded reason (log only)
-	cause       string // error class of a failure
-	dependency  string
-	observation *driver.NamespaceObservation
-	denial      *denial
-	// status and statusReason are the HTTP answer behind a dependency failure (log only): the
-	// status, and the dependency's reason word (the Kubernetes Status reason, such as Forbidden)
-	// when the driver kept one.
-	status       int
-	statusReason string
-}
-
-// denial is a reauthorization that refused the stored actor; it is audited.
-type denial struct {
-	request  iam.Request
-	decision iam.Decision
-	code     string
-}
-
-type txDB = pgx.Tx
-
-// finalize runs one finalization transaction that starts with a renewal of the claim: the
-// resource change, the audit and the queue transition commit together, and only under a live
-// claim. It is not cancelled by the claim's own context (it must be able to record a
-// claim-independent failure), but a lost claim fails its first statement.
-func (w *Worker) finalize(a *activeClaim, fn func(ctx context.Context, tx txDB) error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 2*w.q.LeaseDuration()+10*time.Second)
-	defer cancel()
-	ctx, pub := w.events.withPublish(ctx)
-	begun := time.Now()
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		if err := a.renewInTx(ctx, tx); err != nil {
-			return err
-		}
-		return fn(ctx, tx)
-	})
-	w.events.published(a, pub, begun, err)
-	return err
-}
-
-// reauthorize checks the stored actor against current policy. A storage failure is an error (the
-// pass retries); an unknown identity is ACTOR_REVOKED; a refusal is AUTHORIZATION_DENIED.
-func (w *Worker) reauthorize(ctx context.Context, req iam.Request) (*denial, error) {
-	d, err := w.iam.Authorize(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if !iam.CheckDecision(d, w.cfg.IAMDriverID) {
-		return nil, errors.New("worker: malformed IAM decision")
-	}
-	if d.Allowed {
-		return nil, nil
-	}
-	code := codeAuthorizationDenied
-	if d.Reason == iam.ReasonNotProvisioned {
-		code = codeActorRevoked
-	}
-	return &denial{request: req, decision: d, code: code}, nil
-}
 
 type namespaceKind int
 
@@ -106,14 +26,22 @@ const (
 	deletePass
 )
 
-func (k namespaceKind) wantStatus() string {
+// call names the Compute call of the pass.
+func (k namespaceKind) call() string {
 	if k == ensurePass {
-		return "provisioning"
+		return "EnsureNamespace"
 	}
-	return "deleting"
+	return "DeleteNamespace"
 }
 
-// namespacePass is the Namespace ensure pass (§3.3) or delete pass (§3.4).
+func (k namespaceKind) wantStatus() store.NamespaceStatus {
+	if k == ensurePass {
+		return store.NamespaceProvisioning
+	}
+	return store.NamespaceDeleting
+}
+
+// namespacePass is the Namespace ensure pass or delete pass.
 func (w *Worker) namespacePass(a *activeClaim, kind namespaceKind) (result, error) {
 	r := w.decideNamespace(a, kind)
 	if lost, _ := a.state(); lost {
@@ -131,20 +59,53 @@ func (w *Worker) namespacePass(a *activeClaim, kind namespaceKind) (result, erro
 	return r, err
 }
 
-// decideNamespace reads, reauthorizes and calls Compute; every failure becomes a result.
-func (w *Worker) decideNamespace(a *activeClaim, kind namespaceKind) result {
-	ctx := a.ctx
-	work := a.claim.Work
-	ns, err := store.GetNamespaceRow(ctx, w.pool, work.NamespaceID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return result{outcome: outcomeSuccess, code: codeSupersededTarget}
-	case err != nil:
-		return dependencyFailure(err)
-	case ns.DeletedAt != nil || ns.Status != kind.wantStatus():
-		return result{outcome: outcomeSuccess, code: codeSupersededTarget}
-	}
+// namespaceSnapshot is what a Namespace pass reads before its effect.
+type namespaceSnapshot struct {
+	readErr error // a failed read of the Namespace (store.ErrNotFound when it is gone)
+	ns      store.NamespaceRow
+	// authorization is the result a refused or failed re-authorization ends the pass with.
+	authorization *result
+}
 
+// decideNamespace reads the snapshot, plans, and calls Compute; every failure becomes a result.
+func (w *Worker) decideNamespace(a *activeClaim, kind namespaceKind) result {
+	s := w.loadNamespace(a, kind)
+	if r := planNamespace(kind, s); r != nil {
+		return *r
+	}
+	return w.runNamespace(a, kind, s.ns)
+}
+
+// loadNamespace reads the Namespace and, while it is in the pass's status, re-authorizes the actor.
+func (w *Worker) loadNamespace(a *activeClaim, kind namespaceKind) *namespaceSnapshot {
+	s := &namespaceSnapshot{}
+	s.ns, s.readErr = store.GetNamespaceRow(a.ctx, w.pool, a.claim.Work.NamespaceID)
+	if planNamespace(kind, s) == nil {
+		s.authorization = w.authorizeNamespace(a, kind, s.ns)
+	}
+	return s
+}
+
+// planNamespace returns the result that ends the pass before its effect, or nil: call Compute.
+func planNamespace(kind namespaceKind, s *namespaceSnapshot) *result {
+	end := func(r result) *result { return &r }
+	switch {
+	case errors.Is(s.readErr, store.ErrNotFound):
+		return end(success(codeSupersededTarget))
+	case s.readErr != nil:
+		return end(dependencyFailure(s.readErr))
+	case s.ns.DeletedAt != nil || s.ns.Status != kind.wantStatus():
+		return end(success(codeSupersededTarget))
+	}
+	return s.authorization
+}
+
+// authorizeNamespace re-authorizes the actor: create (and administer for an existing Kubernetes
+// Namespace) for the ensure pass, delete for the delete pass. It returns the result a refusal or
+// a failure ends the pass with, or nil.
+func (w *Worker) authorizeNamespace(a *activeClaim, kind namespaceKind, ns store.NamespaceRow) *result {
+	ctx, work := a.ctx, a.claim.Work
+	end := func(r result) *result { return &r }
 	nsID := ns.ID
 	requests := []iam.Request{{PrincipalID: work.ActorID, Action: iam.ActionDelete,
 		Resource: iam.Resource{Kind: iam.KindNamespace, ID: nsID, NamespaceID: &nsID}}}
@@ -159,49 +120,46 @@ func (w *Worker) decideNamespace(a *activeClaim, kind namespaceKind) result {
 	for _, req := range requests {
 		d, err := w.reauthorize(ctx, req)
 		if err != nil {
-			return dependencyFailure(err)
+			return end(dependencyFailure(err))
 		}
 		if d != nil {
-			return result{outcome: outcomePermanent, code: d.code, denial: d}
+			return end(result{outcome: outcomePermanent, code: d.code, denial: d})
 		}
 	}
-	if kind == ensurePass {
-		// A Restriction on creating this exact Namespace refuses it even though the collection
-		// grant allowed the admission.
-		exact := iam.Request{PrincipalID: work.ActorID, Action: iam.ActionCreate,
-			Resource: iam.Resource{Kind: iam.KindNamespace, ID: nsID, NamespaceID: &nsID}}
-		d, err := w.iam.Authorize(ctx, exact)
-		if err != nil {
-			return dependencyFailure(err)
-		}
-		if len(d.Evidence.RestrictionIDs) > 0 {
-			return result{outcome: outcomePermanent, code: codeAuthorizationDenied,
-				denial: &denial{request: exact, decision: d, code: codeAuthorizationDenied}}
-		}
+	if kind != ensurePass {
+		return nil
 	}
+	// A Restriction on creating this exact Namespace refuses it even though the collection grant
+	// allowed the admission.
+	exact := iam.Request{PrincipalID: work.ActorID, Action: iam.ActionCreate,
+		Resource: iam.Resource{Kind: iam.KindNamespace, ID: nsID, NamespaceID: &nsID}}
+	d, err := w.iam.Authorize(ctx, exact)
+	if err != nil {
+		return end(dependencyFailure(err))
+	}
+	if len(d.Evidence.RestrictionIDs) > 0 {
+		return end(result{outcome: outcomePermanent, code: codeAuthorizationDenied,
+			denial: &denial{request: exact, decision: d, code: codeAuthorizationDenied}})
+	}
+	return nil
+}
 
-	if err := a.renew(ctx); err != nil {
-		return result{}
-	}
+// runNamespace calls EnsureNamespace or DeleteNamespace under the claim and classifies the answer.
+// A lost claim is the empty result (the pass then reports the lost claim).
+func (w *Worker) runNamespace(a *activeClaim, kind namespaceKind, ns store.NamespaceRow) result {
 	target := driver.Namespace{ID: ns.ID, Name: ns.Name, ExistingNamespace: ns.ExistingNamespace}
-	var obs driver.NamespaceObservation
-	if kind == ensurePass {
-		w.events.effect(a, EventEffectStart, "EnsureNamespace", nil)
-		obs, err = w.cfg.Compute.EnsureNamespace(ctx, target)
-		w.events.effect(a, EventEffectEnd, "EnsureNamespace", err)
-		if err == nil {
-			err = driver.CheckEnsureObservation(ns.ID, obs)
-		}
-	} else {
-		w.events.effect(a, EventEffectStart, "DeleteNamespace", nil)
-		obs, err = w.cfg.Compute.DeleteNamespace(ctx, target)
-		w.events.effect(a, EventEffectEnd, "DeleteNamespace", err)
-		if err == nil {
-			err = driver.CheckDeleteObservation(ns.ID, obs)
-		}
+	call, check := w.cfg.Compute.EnsureNamespace, driver.CheckEnsureObservation
+	if kind == deletePass {
+		call, check = w.cfg.Compute.DeleteNamespace, driver.CheckDeleteObservation
 	}
-	if lost, _ := a.state(); lost {
+	obs, err := effectValue(w, a, kind.call(), func(ctx context.Context) (driver.NamespaceObservation, error) {
+		return call(ctx, target)
+	})
+	if errors.Is(err, errClaimLost) {
 		return result{}
+	}
+	if err == nil {
+		err = check(ns.ID, obs)
 	}
 	var invalid *driver.InvalidObservationError
 	switch {
@@ -215,8 +173,7 @@ func (w *Worker) decideNamespace(a *activeClaim, kind namespaceKind) result {
 			obs = driver.NamespaceDeleteFailed(ns.ID, err)
 		}
 	case err != nil:
-		r := dependencyFailure(err)
-		return r
+		return dependencyFailure(err)
 	}
 	return classifyNamespace(kind, obs)
 }
@@ -244,24 +201,6 @@ func classifyNamespace(kind namespaceKind, obs driver.NamespaceObservation) resu
 	return r
 }
 
-func dependencyFailure(err error) result {
-	r := result{outcome: outcomeRetry, code: codeDependencyUnavailable, cause: driver.ErrorClass(err)}
-	var dep *driver.TransientDependencyError
-	if errors.As(err, &dep) {
-		r.dependency, r.status = dep.Dependency, dep.Status
-	}
-	r.withHTTPStatus(err)
-	return r
-}
-
-// withHTTPStatus keeps the HTTP answer err carries (driver.HTTPFailure) for the log.
-func (r *result) withHTTPStatus(err error) {
-	var hf driver.HTTPFailure
-	if r.status == 0 && errors.As(err, &hf) {
-		r.status, r.statusReason = hf.HTTPStatus()
-	}
-}
-
 // finalizeNamespace applies a Namespace pass inside its finalization transaction. It returns the
 // dedup key and value of a pending lifecycle audit it wrote (recorded after commit).
 func (w *Worker) finalizeNamespace(ctx context.Context, tx txDB, a *activeClaim, kind namespaceKind, r *result) (string, string, error) {
@@ -275,26 +214,9 @@ func (w *Worker) finalizeNamespace(ctx context.Context, tx txDB, a *activeClaim,
 	}
 	exhausted := r.outcome == outcomeRetry && a.claim.Attempt() >= w.q.MaxAttempts()
 
-	ns, err := store.LockNamespace(ctx, tx, work.NamespaceID)
-	live := err == nil && ns.DeletedAt == nil && ns.Status == kind.wantStatus()
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	removed, err := w.applyNamespaceTx(ctx, tx, kind, r, exhausted, work.NamespaceID)
+	if err != nil {
 		return "", "", err
-	}
-	var removed store.RemovedPolicy
-	if live {
-		switch {
-		case kind == ensurePass && r.outcome == outcomeSuccess && r.code == codeNamespaceReconciled:
-			err = store.SetNamespaceStatus(ctx, tx, ns.ID, "ready")
-		case kind == ensurePass && (r.outcome == outcomePermanent || exhausted):
-			err = store.SetNamespaceStatus(ctx, tx, ns.ID, "failed")
-		case kind == deletePass && r.outcome == outcomeSuccess && r.code == codeNamespaceReconciled:
-			// A failed teardown never changes the status; success tombstones and removes the
-			// Namespace's policy in the same transaction.
-			removed, err = store.TombstoneNamespace(ctx, tx, ns.ID)
-		}
-		if err != nil {
-			return "", "", err
-		}
 	}
 
 	dedupKey, dedupValue, skipEvidence, err := w.auditNamespace(ctx, tx, a, kind, r, removed)
@@ -302,21 +224,53 @@ func (w *Worker) finalizeNamespace(ctx context.Context, tx txDB, a *activeClaim,
 		return "", "", err
 	}
 
+	return dedupKey, dedupValue, w.namespaceTransitionTx(ctx, tx, a, r, exhausted, skipEvidence)
+}
+
+// applyNamespaceTx changes a live Namespace in the pass's status as the result says: ready or
+// failed for the ensure pass; for the delete pass, success tombstones the Namespace and removes
+// its policy in the same transaction, and a failed teardown never changes the status.
+func (w *Worker) applyNamespaceTx(ctx context.Context, tx txDB, kind namespaceKind, r *result, exhausted bool, id string) (store.RemovedPolicy, error) {
+	var removed store.RemovedPolicy
+	ns, err := store.LockNamespace(ctx, tx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return removed, nil
+	case err != nil:
+		return removed, err
+	case ns.DeletedAt != nil || ns.Status != kind.wantStatus():
+		return removed, nil
+	}
+	reconciled := r.outcome == outcomeSuccess && r.code == codeNamespaceReconciled
+	switch {
+	case kind == ensurePass && reconciled:
+		err = store.SetNamespaceStatus(ctx, tx, ns.ID, store.NamespaceReady)
+	case kind == ensurePass && (r.outcome == outcomePermanent || exhausted):
+		err = store.SetNamespaceStatus(ctx, tx, ns.ID, store.NamespaceFailed)
+	case kind == deletePass && reconciled:
+		removed, err = store.TombstoneNamespace(ctx, tx, ns.ID)
+	}
+	return removed, err
+}
+
+// namespaceTransitionTx makes the queue transition of a Namespace pass.
+func (w *Worker) namespaceTransitionTx(ctx context.Context, tx txDB, a *activeClaim, r *result, exhausted, skipEvidence bool) error {
+	var err error
 	switch {
 	case r.outcome == outcomeSuccess:
 		code := r.code
 		if code == codeNamespaceReconciled {
 			code = queue.CodeReconcileSucceeded
 		}
-		_, err = w.q.Complete(ctx, tx, a.claim, code, nil)
+		_, err = w.complete(ctx, tx, a, code, nil)
 	case r.outcome == outcomePending:
-		_, err = w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{SkipEvidence: skipEvidence})
+		_, err = w.deferWork(ctx, tx, a, r.code, queue.DeferOptions{SkipEvidence: skipEvidence})
 	case r.outcome == outcomePermanent || exhausted:
-		_, err = w.q.Fail(ctx, tx, a.claim, r.code, nil)
+		_, err = w.fail(ctx, tx, a, r.code, nil)
 	default:
-		_, err = w.q.Retry(ctx, tx, a.claim, r.code)
+		_, err = w.retry(ctx, tx, a, r.code)
 	}
-	return dedupKey, dedupValue, err
+	return err
 }
 
 // auditNamespace writes the denial audit or the lifecycle audit of a Namespace pass. A pending

@@ -11,6 +11,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/simulated"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
 func (h *harness) activationAudits(rev string) int {
@@ -126,8 +127,8 @@ func TestClaimLostDuringRetirementKeepsTheReplacementAndAuditsOnce(t *testing.T)
 	   lease_expires_at = clock_timestamp() + interval '1 hour' WHERE idempotency_key = $1`, key); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "CLAIM_LOST", func() bool {
-		for _, ev := range w.logs.events("worker.error") {
+	wait.Eventually(t, wait.Short, "CLAIM_LOST", func() bool {
+		for _, ev := range w.logs.Events("worker.error") {
 			if ev["code"] == "CLAIM_LOST" && ev["workId"] == key {
 				return true
 			}
@@ -323,8 +324,8 @@ func TestActiveRevisionChangedIsACountedRetry(t *testing.T) {
 	if n := h.count(`SELECT attempt_count FROM occ.controller_work WHERE idempotency_key = $1`, key); n != 2 {
 		t.Fatalf("attempt %d: the lost race must spend an attempt", n)
 	}
-	eventually(t, 5*time.Second, "the lost race logged as a retry", func() bool {
-		for _, ev := range w.logs.events("worker.completed") {
+	wait.Eventually(t, wait.Short, "the lost race logged as a retry", func() bool {
+		for _, ev := range w.logs.Events("worker.completed") {
 			if ev["workId"] == key && ev["code"] == "ACTIVE_REVISION_CHANGED" && ev["outcome"] == "retry" {
 				return true
 			}
@@ -358,9 +359,9 @@ func TestTransientDependencyWaitsWithoutSpendingAttempts(t *testing.T) {
 		t.Fatal("transient wait evidence missing (or repeated)")
 	}
 	var pending, done map[string]any
-	eventually(t, 5*time.Second, "the successful pass logged", func() bool {
+	wait.Eventually(t, wait.Short, "the successful pass logged", func() bool {
 		pending, done = nil, nil
-		for _, ev := range w.logs.events("worker.completed") {
+		for _, ev := range w.logs.Events("worker.completed") {
 			if ev["workId"] != key {
 				continue
 			}

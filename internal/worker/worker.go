@@ -1,6 +1,6 @@
 // Package worker is the controller worker: it claims durable work under a lease, re-authorizes
 // the original actor, calls its Compute Driver under the claim, and publishes results only while
-// it still owns the claim (worker-lifecycle §3). Passes run in parallel, at most one per lane
+// it still owns the claim. Passes run in parallel, at most one per lane
 // (the queue guarantees it) and at most Concurrency at once.
 package worker
 
@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -55,7 +54,7 @@ type Config struct {
 	// interval is the fallback.
 	Notifications <-chan struct{}
 	// EventLogPath (OCC_WORKER_EVENT_LOG) appends the claim/renew/effect/publish event log
-	// (eventlog.go); empty: off. A verification aid, not for production.
+	// (eventlog.go); empty: off. A verification aid; settings refuse it in production.
 	EventLogPath string
 }
 
@@ -73,7 +72,10 @@ type Worker struct {
 	active   map[string]*activeClaim
 	stopping bool
 	passes   sync.WaitGroup
-	slotFree chan struct{}
+	// background counts the other goroutines the worker starts (the renewer's health checks,
+	// late-renewal reports); Run joins them before it returns.
+	background sync.WaitGroup
+	slotFree   chan struct{}
 
 	lastAudit  *boundedMap[string] // pending lifecycle audits already written, by work key
 	timings    *timingStore        // deploy timing of recent deploy work
@@ -82,7 +84,7 @@ type Worker struct {
 	healthMu   sync.Mutex
 	lastHealth time.Time
 	lastLive   time.Time
-	events     *eventLog // nil when off
+	hooks      hooks // verification hooks: the event log, or noHooks
 }
 
 // New validates cfg and returns a Worker.
@@ -102,8 +104,12 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	var h hooks = noHooks{}
+	if events != nil {
+		h = events
+	}
 	return &Worker{
-		events:    events,
+		hooks:     h,
 		cfg:       cfg,
 		log:       cfg.Logger,
 		iam:       iam.NewNative(cfg.IAMDriverID, iam.StoreSource{DB: cfg.Pool}),
@@ -153,8 +159,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.passes.Wait()
 	cancelRun()
 	<-renewerDone
+	w.background.Wait()
 	w.removeMarker(w.cfg.ReadinessPath)
-	w.events.close()
+	w.hooks.close()
 	w.log.Info("worker.stopped")
 	return nil
 }
@@ -183,9 +190,9 @@ func (w *Worker) round(parent, runCtx context.Context) int {
 		return 0
 	}
 	for _, c := range claims {
-		a := newActiveClaim(runCtx, w.q, c, sentAt, w.logLateRenewal)
-		a.events = w.events
-		w.events.claimed(a, sentAt)
+		a := newActiveClaim(runCtx, w.q, c, sentAt, w.logLateRenewal, w.spawn)
+		a.hooks = w.hooks
+		w.hooks.claimed(a, sentAt)
 		w.mu.Lock()
 		w.active[c.Work.Key] = a
 		w.mu.Unlock()
@@ -193,6 +200,15 @@ func (w *Worker) round(parent, runCtx context.Context) int {
 		go w.runPass(a)
 	}
 	return len(claims)
+}
+
+// spawn runs fn in a goroutine that Run joins before it returns.
+func (w *Worker) spawn(fn func()) {
+	w.background.Add(1)
+	go func() {
+		defer w.background.Done()
+		fn()
+	}()
 }
 
 func (w *Worker) activeCount() int {
@@ -249,24 +265,20 @@ func (w *Worker) renewLoop(ctx context.Context) {
 		}
 		if err == nil {
 			w.touchLiveness(false)
-			go w.health(ctx, false)
+			w.spawn(func() { w.health(ctx, false) })
 		}
 	}
 }
 
 func (w *Worker) logLateRenewal(a *activeClaim, d time.Duration) {
 	w.log.Warn("worker.claim-renewal-warning", "workId", a.key(), "attempt", a.claim.Attempt(),
-		"operation", queue.Operation(a.claim.Work), "code", CauseRenewalLate, "durationMs", ms(d))
+		"operation", queue.OperationOf(a.claim.Work), "code", CauseRenewalLate, "durationMs", ms(d))
 }
 
 // runPass runs one claimed pass to its end and reports it.
 func (w *Worker) runPass(a *activeClaim) {
 	defer w.passes.Done()
 	defer func() {
-		a.release()
-		w.mu.Lock()
-		delete(w.active, a.key())
-		w.mu.Unlock()
 		select {
 		case w.slotFree <- struct{}{}:
 		default:
@@ -282,20 +294,20 @@ func (w *Worker) runPass(a *activeClaim) {
 	lost, cause := a.state()
 	switch {
 	case cause == CauseWorkerStopping:
-		outcome = "error"
+		outcome = outcomeError
 		w.log.Info("worker.pass-interrupted", "workId", work.Key, "attempt", a.claim.Attempt(),
-			"operation", queue.Operation(work), "cause", CauseWorkerStopping)
+			"operation", queue.OperationOf(work), "cause", CauseWorkerStopping)
 	case errors.Is(err, queue.ErrClaimLost) || lost:
-		outcome = "claim_lost"
+		outcome = outcomeClaimLost
 		if cause == "" {
 			cause = CauseRenewalRefused // the finalization's own renewal found the claim gone
 		}
 		w.log.Error("worker.error", "code", "CLAIM_LOST", "workId", work.Key, "attempt", a.claim.Attempt(),
-			"operation", queue.Operation(work), "cause", cause)
+			"operation", queue.OperationOf(work), "cause", cause)
 	case err != nil:
-		outcome = "error"
+		outcome = outcomeError
 		attrs := []any{"code", "WORKER_UNAVAILABLE", "workId", work.Key, "attempt", a.claim.Attempt(),
-			"operation", queue.Operation(work), "errorClass", driver.ErrorClass(err)}
+			"operation", queue.OperationOf(work), "errorClass", driver.ErrorClass(err)}
 		var refusal *refusalUnavailableError
 		if errors.As(err, &refusal) {
 			// The stored refusal could not be read: the claim is left to lease recovery.
@@ -308,7 +320,7 @@ func (w *Worker) runPass(a *activeClaim) {
 			break // a repeated stop yield within a minute of the last one logged
 		}
 		attrs := []any{"namespaceId", work.NamespaceID, "workId", work.Key, "attempt", a.claim.Attempt(),
-			"operation", queue.Operation(work), "outcome", outcome, "result", r.outcome, "code", r.code,
+			"operation", queue.OperationOf(work), "outcome", outcome, "result", r.outcome, "code", r.code,
 			"durationMs", ms(time.Since(started))}
 		if work.AgentID != nil {
 			attrs = append(attrs, "agentId", *work.AgentID)
@@ -334,38 +346,64 @@ func (w *Worker) runPass(a *activeClaim) {
 		}
 		w.log.Info("worker.completed", attrs...)
 	}
-	w.events.released(a, outcome, cause)
+	// The claim is released before its release line, so that no renewal follows that line.
+	a.release()
+	w.mu.Lock()
+	delete(w.active, a.key())
+	w.mu.Unlock()
+	w.hooks.released(a, string(outcome), cause)
 	if w.cfg.Metrics != nil {
-		w.cfg.Metrics.ObserveAttempt(queue.MetricKind(work), outcome, time.Since(started))
+		w.cfg.Metrics.ObserveAttempt(queue.MetricKind(work), string(outcome), time.Since(started))
 	}
 }
 
-// dispatch picks the pass for a claimed row (worker-lifecycle §2.2 dispatch order).
-func (w *Worker) dispatch(a *activeClaim) (result, passReport, error) {
-	work := a.claim.Work
-	switch op := queue.Operation(work); {
-	case op == "namespace.ensure":
+// passFunc is one kind of pass.
+type passFunc func(w *Worker, a *activeClaim) (result, passReport, error)
+
+// passes maps each operation of the work vocabulary (queue.Operations) to its pass; an operation
+// without one waits as unsupported.
+var passes = map[queue.Operation]passFunc{
+	queue.OpNamespaceEnsure: func(w *Worker, a *activeClaim) (result, passReport, error) {
 		r, err := w.namespacePass(a, ensurePass)
 		return r, passReport{}, err
-	case op == "namespace.delete":
+	},
+	queue.OpNamespaceDelete: func(w *Worker, a *activeClaim) (result, passReport, error) {
 		r, err := w.namespacePass(a, deletePass)
 		return r, passReport{}, err
-	case op == "agent.stop":
-		return w.agentStopPass(a)
-	case op == "agent.delete":
-		return w.agentDeletePass(a)
-	case op == "agent_revision.reconcile" && work.RevisionID != nil && work.Key == platform.RevisionWorkKey(*work.RevisionID):
-		return w.revisionPass(a)
-	default:
-		// Credential withdrawal and maintenance keys arrive with later issues. Until then a newer
-		// worker must be able to take this work over, so it waits without spending attempts.
-		r := result{outcome: outcomePending, code: "WORK_KIND_UNSUPPORTED"}
-		delay := 5 * time.Minute
-		return r, passReport{}, w.finalize(a, func(ctx context.Context, tx txDB) error {
-			_, err := w.q.Defer(ctx, tx, a.claim, r.code, queue.DeferOptions{Delay: &delay})
-			return err
-		})
+	},
+	queue.OpAgentStop:         (*Worker).agentStopPass,
+	queue.OpAgentDelete:       (*Worker).agentDeletePass,
+	queue.OpRevisionReconcile: (*Worker).revisionReconcile,
+}
+
+// dispatch picks the pass for a claimed row by its operation.
+func (w *Worker) dispatch(a *activeClaim) (result, passReport, error) {
+	if pass, ok := passes[queue.OperationOf(a.claim.Work)]; ok {
+		return pass(w, a)
 	}
+	return w.unsupportedPass(a)
+}
+
+// revisionReconcile runs the deploy pass of a revision's own reconcile key; maintenance keys of
+// a revision are not supported yet.
+func (w *Worker) revisionReconcile(a *activeClaim) (result, passReport, error) {
+	work := a.claim.Work
+	if work.RevisionID == nil || work.Key != platform.RevisionWorkKey(*work.RevisionID) {
+		return w.unsupportedPass(a)
+	}
+	return w.revisionPass(a)
+}
+
+// unsupportedPass defers work this build has no pass for. Credential withdrawal and maintenance
+// keys arrive with later issues; until then a newer worker must be able to take this work over,
+// so it waits five minutes without spending attempts.
+func (w *Worker) unsupportedPass(a *activeClaim) (result, passReport, error) {
+	r := result{outcome: outcomePending, code: codeWorkKindUnsupported}
+	delay := 5 * time.Minute
+	return r, passReport{}, w.finalize(a, func(ctx context.Context, tx txDB) error {
+		_, err := w.deferWork(ctx, tx, a, r.code, queue.DeferOptions{Delay: &delay})
+		return err
+	})
 }
 
 // health reads the backlog, refreshes the readiness marker and logs worker.health. It is forced
@@ -448,64 +486,3 @@ func PrepareMarkers(readiness, liveness string) error {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// boundedMap remembers at most n keys, evicting the oldest inserted. It is safe for concurrent use;
-// guarding what pointer values point to is the caller's business.
-type boundedMap[V any] struct {
-	mu    sync.Mutex
-	n     int
-	order []string
-	m     map[string]V
-}
-
-func newBoundedMap[V any](n int) *boundedMap[V] { return &boundedMap[V]{n: n, m: map[string]V{}} }
-
-func (b *boundedMap[V]) get(k string) (V, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	v, ok := b.m[k]
-	return v, ok
-}
-
-// set inserts or replaces the value of k.
-func (b *boundedMap[V]) set(k string, v V) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.setLocked(k, v)
-}
-
-// getOrSet returns the value of k, inserting mk() first when k is absent.
-func (b *boundedMap[V]) getOrSet(k string, mk func() V) V {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if v, ok := b.m[k]; ok {
-		return v
-	}
-	v := mk()
-	b.setLocked(k, v)
-	return v
-}
-
-// delete forgets k (and its place in the eviction order, so a later set starts it afresh).
-func (b *boundedMap[V]) delete(k string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.m[k]; !ok {
-		return
-	}
-	delete(b.m, k)
-	if i := slices.Index(b.order, k); i >= 0 {
-		b.order = slices.Delete(b.order, i, i+1)
-	}
-}
-
-func (b *boundedMap[V]) setLocked(k string, v V) {
-	if _, ok := b.m[k]; !ok {
-		b.order = append(b.order, k)
-		if len(b.order) > b.n {
-			delete(b.m, b.order[0])
-			b.order = b.order[1:]
-		}
-	}
-	b.m[k] = v
-}

@@ -1,9 +1,7 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -24,36 +22,13 @@ import (
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/testkit/faultnet"
+	"github.com/openclaw/occ/internal/testkit/logbuf"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 	"github.com/openclaw/occ/internal/worker"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// logBuffer collects JSON log lines from concurrent writers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) events(name string) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil && (name == "" || m["event"] == name) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
 
 type harness struct {
 	t            *testing.T
@@ -101,7 +76,7 @@ type workerOptions struct {
 
 type runningWorker struct {
 	sim  *simulated.Driver
-	logs *logBuffer
+	logs *logbuf.Buffer
 	stop func()
 }
 
@@ -129,7 +104,7 @@ func (h *harness) start(o workerOptions) *runningWorker {
 		o.compute = o.sim
 	}
 	pool := pgtest.Pool(h.t, o.url)
-	logs := &logBuffer{}
+	logs := &logbuf.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := worker.New(worker.Config{
 		Pool: pool, Queue: queue.New(pool, queue.Options{MaxAttempts: o.maxAttempts, LeaseDuration: o.lease, Jitter: func() float64 { return 0 }}),
@@ -158,18 +133,6 @@ func (h *harness) start(o workerOptions) *runningWorker {
 	return &runningWorker{sim: o.sim, logs: logs, stop: stop}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func (h *harness) scalar(sql string, args ...any) string {
 	h.t.Helper()
 	var v *string
@@ -186,8 +149,8 @@ func (h *harness) nsStatus(ns string) string {
 	return h.scalar(`SELECT status FROM occ.namespaces WHERE id = $1`, ns)
 }
 
-func (h *harness) workState(key string) string {
-	return h.scalar(`SELECT state FROM occ.controller_work WHERE idempotency_key = $1`, key)
+func (h *harness) workState(key string) queue.State {
+	return queue.State(h.scalar(`SELECT state FROM occ.controller_work WHERE idempotency_key = $1`, key))
 }
 
 func (h *harness) count(sql string, args ...any) int {
@@ -221,21 +184,21 @@ func TestEnsureMakesTheDefaultNamespaceReady(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	w := h.start(workerOptions{})
-	eventually(t, 10*time.Second, "default namespace ready", func() bool { return h.nsStatus(h.defaultNS) == "ready" })
-	eventually(t, 5*time.Second, "work succeeded", func() bool { return h.workState(readyKey(h.defaultNS)) == "succeeded" })
+	wait.Eventually(t, wait.Short, "default namespace ready", func() bool { return h.nsStatus(h.defaultNS) == "ready" })
+	wait.Eventually(t, wait.Short, "work succeeded", func() bool { return h.workState(readyKey(h.defaultNS)) == "succeeded" })
 	if n := h.count(`SELECT count(*) FROM occ.audit_events WHERE action = 'openclaw.namespaces.lifecycle.ensure' AND resource_id = $1 AND outcome = 'success'`, h.defaultNS); n != 1 {
 		t.Fatalf("%d lifecycle audits", n)
 	}
 	if st, ok := w.sim.Namespace(h.defaultNS); !ok || !st.Ready {
 		t.Fatalf("simulated namespace %+v", st)
 	}
-	eventually(t, 5*time.Second, "worker.completed", func() bool { return len(w.logs.events("worker.completed")) > 0 })
-	ev := w.logs.events("worker.completed")[0]
+	wait.Eventually(t, wait.Short, "worker.completed", func() bool { return len(w.logs.Events("worker.completed")) > 0 })
+	ev := w.logs.Events("worker.completed")[0]
 	if ev["code"] != "NAMESPACE_RECONCILED" || ev["outcome"] != "success" || ev["operation"] != "namespace.ensure" ||
 		ev["workId"] != readyKey(h.defaultNS) || ev["attempt"] != float64(1) || ev["namespaceId"] != h.defaultNS {
 		t.Fatalf("worker.completed %v", ev)
 	}
-	if started := w.logs.events("worker.started"); len(started) != 1 || started[0]["computeDriverId"] != "compute-simulated" {
+	if started := w.logs.Events("worker.started"); len(started) != 1 || started[0]["computeDriverId"] != "compute-simulated" {
 		t.Fatalf("worker.started %v", started)
 	}
 }
@@ -246,7 +209,7 @@ func TestPendingNamespaceConvergesWithoutSpendingAttemptsAndAuditsOnce(t *testin
 	sim := simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
 	sim.InjectNamespace(h.defaultNS, simulated.NotReady("waiting for the network").On(simulated.OpEnsureNamespace).For(4))
 	h.start(workerOptions{sim: sim, maxAttempts: 2})
-	eventually(t, 20*time.Second, "ready after pending passes", func() bool { return h.nsStatus(h.defaultNS) == "ready" })
+	wait.Eventually(t, wait.Medium, "ready after pending passes", func() bool { return h.nsStatus(h.defaultNS) == "ready" })
 	if calls := sim.Calls(simulated.OpEnsureNamespace, h.defaultNS); calls != 5 {
 		t.Fatalf("%d ensure calls", calls)
 	}
@@ -278,9 +241,9 @@ func TestClaimLostInsideEnsurePublishesNothing(t *testing.T) {
 	   lease_expires_at = clock_timestamp() + interval '1 hour' WHERE idempotency_key = $1`, key); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "CLAIM_LOST", func() bool { return len(w.logs.events("worker.error")) > 0 })
+	wait.Eventually(t, wait.Short, "CLAIM_LOST", func() bool { return len(w.logs.Events("worker.error")) > 0 })
 	close(release)
-	lost := w.logs.events("worker.error")[0]
+	lost := w.logs.Events("worker.error")[0]
 	if lost["code"] != "CLAIM_LOST" || lost["cause"] != worker.CauseRenewalRefused || lost["workId"] != key {
 		t.Fatalf("worker.error %v", lost)
 	}
@@ -293,7 +256,7 @@ func TestClaimLostInsideEnsurePublishesNothing(t *testing.T) {
 	if _, err := h.owner.Exec(ctx, `UPDATE occ.controller_work SET lease_expires_at = clock_timestamp() - interval '1 second' WHERE idempotency_key = $1`, key); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "convergence after recovery", func() bool { return h.nsStatus(h.defaultNS) == "ready" })
+	wait.Eventually(t, wait.Short, "convergence after recovery", func() bool { return h.nsStatus(h.defaultNS) == "ready" })
 	if n := h.count(`SELECT count(*) FROM occ.audit_events WHERE action = 'openclaw.namespaces.lifecycle.ensure'`); n != 1 {
 		t.Fatalf("%d lifecycle audits, want exactly 1", n)
 	}
@@ -327,11 +290,11 @@ func TestStalledConnectionAbandonsTheEffectWhenTheLeaseEnds(t *testing.T) {
 	}
 	stalled := time.Now()
 	relay.Stall()
-	eventually(t, 10*time.Second, "CLAIM_LOST after the lease", func() bool { return len(w.logs.events("worker.error")) > 0 })
+	wait.Eventually(t, wait.Short, "CLAIM_LOST after the lease", func() bool { return len(w.logs.Events("worker.error")) > 0 })
 	if waited := time.Since(stalled); waited > lease+time.Second {
 		t.Fatalf("effect abandoned %v after the stall, lease %v", waited, lease)
 	}
-	lost := w.logs.events("worker.error")[0]
+	lost := w.logs.Events("worker.error")[0]
 	if lost["code"] != "CLAIM_LOST" || (lost["cause"] != worker.CauseLeaseLapsed && lost["cause"] != worker.CauseRenewalFailed) {
 		t.Fatalf("worker.error %v", lost)
 	}
@@ -342,7 +305,7 @@ func TestStalledConnectionAbandonsTheEffectWhenTheLeaseEnds(t *testing.T) {
 	}
 	// A healthy worker recovers the expired claim and converges.
 	h.start(workerOptions{})
-	eventually(t, 15*time.Second, "recovery by another worker", func() bool { return h.nsStatus(h.defaultNS) == "ready" })
+	wait.Eventually(t, wait.Medium, "recovery by another worker", func() bool { return h.nsStatus(h.defaultNS) == "ready" })
 	if n := h.count(`SELECT count(*) FROM occ.audit_events WHERE action = 'reconcile' AND details->>'workId' = $1 AND details->>'reasonCode' = 'LEASE_EXPIRED'`, readyKey(h.defaultNS)); n != 1 {
 		t.Fatalf("%d LEASE_EXPIRED evidence rows", n)
 	}
@@ -364,15 +327,15 @@ func TestLateRenewalStopsTheWork(t *testing.T) {
 	}
 	// Renewals still reach the database and succeed there; their answers are held past the lease.
 	relay.StallDownstream()
-	eventually(t, 10*time.Second, "lease lapse", func() bool { return len(w.logs.events("worker.error")) > 0 })
+	wait.Eventually(t, wait.Short, "lease lapse", func() bool { return len(w.logs.Events("worker.error")) > 0 })
 	relay.Resume()
 	defer func() {
 		if t.Failed() {
-			t.Log(w.logs.events(""))
+			t.Log(w.logs.Events(""))
 		}
 	}()
-	eventually(t, 10*time.Second, "claim-renewal-warning", func() bool { return len(w.logs.events("worker.claim-renewal-warning")) > 0 })
-	warn := w.logs.events("worker.claim-renewal-warning")[0]
+	wait.Eventually(t, wait.Short, "claim-renewal-warning", func() bool { return len(w.logs.Events("worker.claim-renewal-warning")) > 0 })
+	warn := w.logs.Events("worker.claim-renewal-warning")[0]
 	if warn["severity"] != "WARN" || warn["code"] != worker.CauseRenewalLate || warn["workId"] != readyKey(h.defaultNS) {
 		t.Fatalf("warning %v", warn)
 	}
@@ -398,7 +361,7 @@ func TestDistinctLanesProgressInParallelAcrossWorkers(t *testing.T) {
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	entered := 0
-	eventually(t, 10*time.Second, "two lanes inside the driver at once", func() bool {
+	wait.Eventually(t, wait.Short, "two lanes inside the driver at once", func() bool {
 		entered = 0
 		for _, ns := range []string{nsA, nsB, h.defaultNS} {
 			entered += sim.Calls(simulated.OpEnsureNamespace, ns)
@@ -411,7 +374,7 @@ func TestDistinctLanesProgressInParallelAcrossWorkers(t *testing.T) {
 	}
 	close(release)
 	for _, ns := range []string{nsA, nsB, h.defaultNS} {
-		eventually(t, 15*time.Second, "namespace "+ns+" ready", func() bool { return h.nsStatus(ns) == "ready" })
+		wait.Eventually(t, wait.Medium, "namespace "+ns+" ready", func() bool { return h.nsStatus(ns) == "ready" })
 	}
 	_ = waitCtx
 }
@@ -422,7 +385,7 @@ func TestDeleteTombstonesTheNamespaceAndRemovesItsPolicy(t *testing.T) {
 	h := newHarness(t)
 	w := h.start(workerOptions{})
 	ns := h.createNamespace("short-lived")
-	eventually(t, 10*time.Second, "ready", func() bool { return h.nsStatus(ns) == "ready" })
+	wait.Eventually(t, wait.Short, "ready", func() bool { return h.nsStatus(ns) == "ready" })
 	for _, s := range []string{
 		`INSERT INTO occ.iam_roles (id, namespace_id) VALUES ('role-ns', $1)`,
 		`INSERT INTO occ.iam_role_permissions (role_id, action, resource_kind) VALUES ('role-ns', 'read', 'agent')`,
@@ -444,7 +407,7 @@ func TestDeleteTombstonesTheNamespaceAndRemovesItsPolicy(t *testing.T) {
 	if _, err := queue.Enqueue(ctx, h.app, queue.EnqueueWork{Key: deletedKey(ns), NamespaceID: ns, ActorID: h.admin, NamespaceTarget: &target}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "tombstone", func() bool {
+	wait.Eventually(t, wait.Short, "tombstone", func() bool {
 		return h.scalar(`SELECT deleted_at::text FROM occ.namespaces WHERE id = $1`, ns) != ""
 	})
 	if h.count(`SELECT count(*) FROM occ.iam_access_bindings WHERE namespace_id = $1`, ns)+
@@ -480,7 +443,7 @@ func TestRevokedActorFailsTheNamespaceWithADenialAudit(t *testing.T) {
 		}
 	}
 	w := h.start(workerOptions{})
-	eventually(t, 10*time.Second, "failed namespace", func() bool { return h.nsStatus(ns) == "failed" })
+	wait.Eventually(t, wait.Short, "failed namespace", func() bool { return h.nsStatus(ns) == "failed" })
 	if reason := h.scalar(`SELECT reason_code FROM occ.controller_work WHERE idempotency_key = $1`, readyKey(ns)); reason != "AUTHORIZATION_DENIED" {
 		t.Fatalf("reason %s", reason)
 	}
@@ -498,7 +461,7 @@ func TestRevokedActorFailsTheNamespaceWithADenialAudit(t *testing.T) {
 	if _, err := queue.Enqueue(ctx, h.app, queue.EnqueueWork{Key: readyKey(gone), NamespaceID: gone, ActorID: "prn_" + uuid.NewString(), NamespaceTarget: &target}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "ACTOR_REVOKED", func() bool {
+	wait.Eventually(t, wait.Short, "ACTOR_REVOKED", func() bool {
 		return h.scalar(`SELECT reason_code FROM occ.controller_work WHERE idempotency_key = $1`, readyKey(gone)) == "ACTOR_REVOKED"
 	})
 }
@@ -509,7 +472,7 @@ func TestConvergenceDeadlineFailsPendingNamespace(t *testing.T) {
 	sim := simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
 	sim.InjectNamespace(h.defaultNS, simulated.NotReady("never ready").On(simulated.OpEnsureNamespace))
 	h.start(workerOptions{sim: sim, convergence: time.Millisecond})
-	eventually(t, 10*time.Second, "deadline", func() bool { return h.nsStatus(h.defaultNS) == "failed" })
+	wait.Eventually(t, wait.Short, "deadline", func() bool { return h.nsStatus(h.defaultNS) == "failed" })
 	if reason := h.scalar(`SELECT reason_code FROM occ.controller_work WHERE idempotency_key = $1`, readyKey(h.defaultNS)); reason != "CONVERGENCE_DEADLINE_EXCEEDED" {
 		t.Fatalf("reason %s", reason)
 	}
@@ -521,14 +484,14 @@ func TestRetryableFailuresExhaustIntoFailed(t *testing.T) {
 	sim := simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
 	sim.InjectNamespace(h.defaultNS, simulated.Retryable("NETWORK_BUSY", "the network is busy").On(simulated.OpEnsureNamespace))
 	w := h.start(workerOptions{sim: sim, maxAttempts: 3})
-	eventually(t, 15*time.Second, "failed after retries", func() bool { return h.nsStatus(h.defaultNS) == "failed" })
+	wait.Eventually(t, wait.Medium, "failed after retries", func() bool { return h.nsStatus(h.defaultNS) == "failed" })
 	if calls := sim.Calls(simulated.OpEnsureNamespace, h.defaultNS); calls != 3 {
 		t.Fatalf("%d calls for 3 attempts", calls)
 	}
 	// worker.completed is logged after the finalization commits: wait for the third line.
-	eventually(t, 10*time.Second, "three worker.completed lines", func() bool { return len(w.logs.events("worker.completed")) >= 3 })
+	wait.Eventually(t, wait.Short, "three worker.completed lines", func() bool { return len(w.logs.Events("worker.completed")) >= 3 })
 	var outcomes []string
-	for _, ev := range w.logs.events("worker.completed") {
+	for _, ev := range w.logs.Events("worker.completed") {
 		outcomes = append(outcomes, fmt.Sprint(ev["outcome"]))
 	}
 	if strings.Join(outcomes, ",") != "retry,retry,retry" {
@@ -550,7 +513,7 @@ func TestShutdownInterruptsTheHangingPass(t *testing.T) {
 	}
 	w.stop()
 	var names []string
-	for _, ev := range w.logs.events("") {
+	for _, ev := range w.logs.Events("") {
 		if n := fmt.Sprint(ev["event"]); n == "worker.pass-interrupted" || n == "worker.stopped" || n == "worker.error" {
 			names = append(names, n)
 		}
@@ -558,7 +521,7 @@ func TestShutdownInterruptsTheHangingPass(t *testing.T) {
 	if strings.Join(names, ",") != "worker.pass-interrupted,worker.stopped" {
 		t.Fatalf("shutdown events %v", names)
 	}
-	interrupted := w.logs.events("worker.pass-interrupted")[0]
+	interrupted := w.logs.Events("worker.pass-interrupted")[0]
 	if interrupted["cause"] != "WorkerStopping" || interrupted["workId"] != readyKey(h.defaultNS) {
 		t.Fatalf("%v", interrupted)
 	}
