@@ -149,7 +149,7 @@ func TestExportKeepsOnlyAllowedFields(t *testing.T) {
 		}
 	}
 	out := string(c.Output())
-	for _, leak := range []string{secretValue, "refused by policy", "IMAGE_REFUSED", "/namespaces/", "payments", "kubernetes"} {
+	for _, leak := range []string{secretValue, "refused by policy", "IMAGE_REFUSED", "/namespaces/", "payments", "kubernetes", "configuration is invalid", "127.0.0.1"} {
 		if strings.Contains(out, leak) {
 			t.Errorf("%q left the machine:\n%s", leak, out)
 		}
