@@ -16,7 +16,8 @@
 // Delivery: the SDK's batch processor queues up to 2048 records and exports every second; the
 // exporter retries what the SDK's OTLP client treats as transient, and retryExporter adds retries
 // for a Collector that refuses connections while it restarts. Export is best effort: a full queue
-// drops the oldest records, and logging never waits for the network.
+// drops the oldest records, a batch still failing after a minute is dropped without a report, and
+// logging never waits for the network.
 package logexport
 
 import (
@@ -28,6 +29,7 @@ import (
 	"math"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	otellog "go.opentelemetry.io/otel/log"
@@ -63,6 +65,9 @@ type Options struct {
 	Service string
 	// Version is the OCC build version (service.version).
 	Version string
+	// ExportFailed, when set, is called after every failed export attempt (retried or not); tests
+	// use it to know that a record met an unreachable Collector.
+	ExportFailed func()
 }
 
 // New starts an exporter for cfg, which must be Enabled. It does not contact the endpoint: the
@@ -82,7 +87,11 @@ func New(cfg settings.LogExport, opts Options) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	exporter := &retryExporter{next: client, window: retryWindow}
+	// The SDK reports a batch it gives up on through the global error handler, whose default
+	// prints free text to stderr; OCC's output stays JSON lines only, so the report is dropped
+	// (the Collector's own metrics show what it received).
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+	exporter := &retryExporter{next: client, window: retryWindow, failed: opts.ExportFailed}
 	provider := sdklog.NewLoggerProvider(
 		sdklog.WithResource(newResource(cfg, opts)),
 		sdklog.WithProcessor(sdklog.NewBatchProcessor(exporter,
@@ -237,6 +246,7 @@ func attributeValue(v any) (attribute.Value, bool) {
 type retryExporter struct {
 	next   sdklog.Exporter
 	window time.Duration
+	failed func()
 }
 
 func (r *retryExporter) Export(ctx context.Context, records []sdklog.Record) error {
@@ -244,6 +254,9 @@ func (r *retryExporter) Export(ctx context.Context, records []sdklog.Record) err
 	delay := 200 * time.Millisecond
 	for {
 		err := r.next.Export(ctx, records)
+		if err != nil && r.failed != nil {
+			r.failed()
+		}
 		if err == nil || ctx.Err() != nil || time.Now().Add(delay).After(deadline) {
 			return err
 		}

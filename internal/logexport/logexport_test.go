@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,9 +29,13 @@ func exportConfig(endpoint string) settings.LogExport {
 		ResourceAttributes: "service.instance.id=worker-1,team=payments"}
 }
 
-func newExporter(t *testing.T, cfg settings.LogExport, service string) *logexport.Exporter {
+func newExporter(t *testing.T, cfg settings.LogExport, service string, failed ...func()) *logexport.Exporter {
 	t.Helper()
-	e, err := logexport.New(cfg, logexport.Options{Service: service, Version: "v1.2.3"})
+	opts := logexport.Options{Service: service, Version: "v1.2.3"}
+	if len(failed) > 0 {
+		opts.ExportFailed = failed[0]
+	}
+	e, err := logexport.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +165,8 @@ func TestExportKeepsOnlyAllowedFields(t *testing.T) {
 // queues them and the exporter retries.
 func TestExportSurvivesCollectorRestart(t *testing.T) {
 	c := otelcoltest.Start(t)
-	e := newExporter(t, exportConfig(c.Endpoint), "occ-worker")
+	var failures atomic.Int64
+	e := newExporter(t, exportConfig(c.Endpoint), "occ-worker", func() { failures.Add(1) })
 	log := obs.NewLogger(e.Tee(&bytes.Buffer{}), "occ-worker", slog.LevelInfo)
 
 	var sent []string
@@ -186,6 +192,9 @@ func TestExportSurvivesCollectorRestart(t *testing.T) {
 	emit(50)
 	c.Stop(t) // mid-stream: some of these may be in flight, the rest queued
 	emit(100)
+	before := failures.Load()
+	// At least one export must meet the stopped Collector, or the test proves nothing.
+	wait.Eventually(t, wait.Medium, "an export to the stopped Collector", func() bool { return failures.Load() > before })
 	c.StartAgain(t)
 	emit(50)
 	shutdown(t, e)

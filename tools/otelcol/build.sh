@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the test OpenTelemetry Collector (main.go: OTLP receiver, the processors of
 # deploy/logging/collector.yaml, file/debug/OTLP-HTTP exporters) into $OCC_OTELCOL_BIN (default
-# ~/.cache/occ/otelcol/v0.161.0) when it is missing. The first build takes a few minutes on 2 cores;
-# later runs return at once.
+# ~/.cache/occ/otelcol/v0.161.0) when it is missing. The first build needs about 10 CPU minutes
+# (5 to 6 minutes on 2 idle cores, more on a busy machine; docs/observability.md); later runs
+# return at once.
 set -euo pipefail
 cd "$(dirname "$0")"
 OTELCOL_VERSION=v0.161.0

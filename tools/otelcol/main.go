@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 )
 
 // version is set by build.sh to the collector release the module pins.
@@ -32,7 +33,8 @@ var version = "dev"
 
 func components() (otelcol.Factories, error) {
 	var err error
-	f := otelcol.Factories{}
+	// The service's own logs and metrics (service.telemetry in the configuration).
+	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory()); err != nil {
 		return f, err
 	}

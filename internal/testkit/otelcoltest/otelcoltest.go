@@ -186,7 +186,7 @@ func (c *Collector) start(t testing.TB) {
 	wait.Until(t, wait.Long, "the Collector's OTLP receiver on "+addr, func() (bool, error) {
 		select {
 		case <-done:
-			return false, fmt.Errorf("the Collector exited; its log:\n%s", c.Log())
+			t.Fatalf("otelcoltest: the Collector exited at start; its log:\n%s", c.Log())
 		default:
 		}
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
