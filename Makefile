@@ -6,7 +6,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOCYCLO     := github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
 
-.PHONY: build install test vet cyclo fmt bench clean image dev kube-bin screenshots console-measure
+.PHONY: build install test vet cyclo fmt bench clean image dev kube-bin otelcol-bin screenshots console-measure
 
 build: ## Build a static bin/occ
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/occ ./cmd/occ
@@ -31,12 +31,15 @@ vet: ## gofmt, go vet and staticcheck on the module and deploy/helmtest; any fin
 cyclo: ## Report the functions of internal/ (test files aside) over cyclomatic complexity 40; never fails
 	@$(GO) run $(GOCYCLO) -over 40 -ignore '_test\.go$$' internal || true
 
-test: vet kube-bin ## Vet, then run every test (private PostgreSQL and Kubernetes control planes; see docs/development.md)
+test: vet kube-bin otelcol-bin ## Vet, then run every test (private PostgreSQL, Kubernetes control planes and an OpenTelemetry Collector; see docs/development.md)
 	$(GO) test -race -count=1 -timeout 30m ./...
 	cd deploy/helmtest && $(GO) test -count=1 -timeout 15m ./...
 
 kube-bin: ## Build etcd, kube-apiserver and kube-controller-manager for the tests when missing (first time ~10 min)
 	tools/kube/build.sh
+
+otelcol-bin: ## Build the test OpenTelemetry Collector (tools/otelcol) when missing (first time a few minutes)
+	tools/otelcol/build.sh
 
 bench: ## Every benchmark, one table of figures (BENCH_FULL=1: scalecheck at full size); docs/performance.md
 	cd bench && $(GO) run ./cmd/benchall

@@ -69,6 +69,7 @@ func TestChartRendersAndTheAPIServerAcceptsEveryObject(t *testing.T) {
 		{"default", requiredValues},
 		{"production", productionValues},
 		{"sign-in", signInValues},
+		{"collector", collectorValues},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objects := render(t, tc.values)

@@ -65,7 +65,12 @@ func runAPI(ctx context.Context, env Env) error {
 	if err != nil {
 		return startupConfigFailure(env, apiService, apiStartupError, err)
 	}
-	log := obs.NewLogger(env.Stdout, apiService, startup.LogLevel)
+	logOut, stopExport, err := logOutput(env, cfg.LogExport, apiService)
+	if err != nil {
+		return fail(codeStartupFailed, "The log export could not be started.")
+	}
+	defer stopExport()
+	log := obs.NewLogger(logOut, apiService, startup.LogLevel)
 	// Kubernetes is checked by both processes, as upstream does (the API answers for the cluster's
 	// Secrets and Configurations too); the development Docker Engine is the worker's concern only.
 	if startup.Compute.Implementation == installcfg.ImplementationKubernetes {

@@ -53,7 +53,12 @@ func runWorker(ctx context.Context, env Env) error {
 	if err != nil {
 		return startupConfigFailure(env, workerService, workerStartupError, err)
 	}
-	log := obs.NewLogger(env.Stdout, workerService, icfg.LogLevel)
+	logOut, stopExport, err := logOutput(env, cfg.LogExport, workerService)
+	if err != nil {
+		return fail(codeWorkerStartup, "The log export could not be started.")
+	}
+	defer stopExport()
+	log := obs.NewLogger(logOut, workerService, icfg.LogLevel)
 
 	pool, err := openWorkerPool(ctx, cfg)
 	if err != nil {

@@ -185,6 +185,8 @@ type API struct {
 	Metrics Metrics
 	// SignIn is how people sign in: external providers, recovery, proxies, CLI sessions.
 	SignIn SignIn
+	// LogExport is the optional OTLP export of the log records (OTEL_* variables).
+	LogExport LogExport
 }
 
 // LoadAPI reads the settings of `occ api`.
@@ -204,6 +206,7 @@ func LoadAPI(lookup Lookup) (API, error) {
 	a.DevelopmentSecretRoot = r.absolutePath("OCC_DEVELOPMENT_SECRET_ROOT", "")
 	a.Metrics = r.metrics(a.Mode, a.Port)
 	a.SignIn = r.signIn(a.Mode, a.AuthBaseURL)
+	a.LogExport = r.logExport(a.Mode)
 	if r.err != nil {
 		return API{}, r.err
 	}
@@ -227,6 +230,7 @@ func (a API) format(goSyntax bool) string {
 	c.DatabaseURL = redact(c.DatabaseURL)
 	c.AuthSecret = redact(c.AuthSecret)
 	c.SignIn = c.SignIn.redacted()
+	c.LogExport = c.LogExport.redacted()
 	return formatRedacted(goSyntax, c)
 }
 
@@ -271,6 +275,8 @@ type Worker struct {
 	DevelopmentSecretRoot string
 	// Metrics is the optional private metrics listener.
 	Metrics Metrics
+	// LogExport is the optional OTLP export of the log records (OTEL_* variables).
+	LogExport LogExport
 }
 
 // LoadWorker reads the settings of `occ worker`.
@@ -301,6 +307,7 @@ func LoadWorker(lookup Lookup) (Worker, error) {
 	w.DevelopmentConfigurationRoot = r.absolutePath("OCC_DEVELOPMENT_CONFIGURATION_ROOT", "")
 	w.DevelopmentSecretRoot = r.absolutePath("OCC_DEVELOPMENT_SECRET_ROOT", "")
 	w.Metrics = r.metrics(w.Mode, 0)
+	w.LogExport = r.logExport(w.Mode)
 	if r.err != nil {
 		return Worker{}, r.err
 	}
@@ -317,5 +324,6 @@ func (w Worker) format(goSyntax bool) string {
 	type plain Worker
 	c := plain(w)
 	c.DatabaseURL = redact(c.DatabaseURL)
+	c.LogExport = c.LogExport.redacted()
 	return formatRedacted(goSyntax, c)
 }

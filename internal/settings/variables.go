@@ -268,6 +268,30 @@ var Variables = []VariableDoc{
 		Rule: "decimal 1..65535, different from OCC_PORT (api); must be unset when metrics are disabled",
 	},
 	{
+		Name: EnvLogsEndpoint, Processes: apiAndWorker, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "absolute http or https URL the log records are also sent to over OTLP/HTTP, used as given (a Collector's http://host:4318/v1/logs); no credentials, query or fragment; unset: no export",
+	},
+	{
+		Name: EnvLogsProtocol, Processes: apiAndWorker, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "http/protobuf (the default; grpc and http/json are refused); must be unset when OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is unset",
+	},
+	{
+		Name: EnvLogsHeaders, Processes: apiAndWorker, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "at most 32 comma-separated key=value pairs, HTTP header names and percent-encoded values without control characters, at most 8192 characters; sent with every export; production needs an https endpoint (or a loopback host) for them; must be unset when OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is unset",
+	},
+	{
+		Name: EnvLogsTimeout, Processes: apiAndWorker, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "decimal 1..600000 milliseconds bounding one export request, 10000 when unset; must be unset when OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is unset",
+	},
+	{
+		Name: EnvServiceName, Processes: apiAndWorker, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "1..128 letters, digits, '.', '_', '-', '/': the exported service.name (default occ-api or occ-worker); checked whenever set",
+	},
+	{
+		Name: EnvResourceAttributes, Processes: apiAndWorker, Requirement: Optional, Code: CodeConfigEnvInvalid,
+		Rule: "at most 32 comma-separated key=value pairs (keys of letters, digits, '.', '_', '-', '/'; percent-encoded values of at most 255 printable characters, never credential-looking) added to the exported resource; checked whenever set",
+	},
+	{
 		Name: "OCC_BOOTSTRAP_SERVICE_KEY_FILE", Processes: onlyBootstrap, Requirement: Required, Code: CodeConfigEnvInvalid,
 		Rule: "absolute, clean path of the new service key file",
 	},

@@ -1,0 +1,80 @@
+package settings
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLogExportSettings(t *testing.T) {
+	t.Parallel()
+	off, err := LoadWorker(MapLookup(workerProd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.LogExport.Enabled || off.LogExport.Endpoint != "" {
+		t.Errorf("export on without an endpoint: %+v", off.LogExport)
+	}
+
+	a, err := LoadAPI(MapLookup(apiProd().with(env{
+		EnvLogsEndpoint:       "https://otel.example:4318/v1/logs",
+		EnvLogsHeaders:        "authorization=Bearer%20header-sentinel, x-scope = team%2Da",
+		EnvLogsTimeout:        "2500",
+		EnvServiceName:        "occ-api-eu",
+		EnvResourceAttributes: "service.instance.id=api-1,deployment.environment.name=prod%20eu",
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := a.LogExport
+	if !l.Enabled || l.Endpoint != "https://otel.example:4318/v1/logs" || l.Protocol != ProtocolHTTPProtobuf || l.Timeout != 2500*time.Millisecond ||
+		l.ServiceName != "occ-api-eu" || fmt.Sprint(l.HeaderMap()) != "map[authorization:Bearer header-sentinel x-scope:team-a]" ||
+		fmt.Sprint(l.Resource()) != "[{service.instance.id api-1} {deployment.environment.name prod eu}]" {
+		t.Errorf("log export %+v", l)
+	}
+	for _, f := range []string{"%v", "%+v", "%#v"} {
+		if out := fmt.Sprintf(f, a); strings.Contains(out, "header-sentinel") {
+			t.Errorf("%s shows an export header: %s", f, out)
+		}
+	}
+
+	// The defaults; plain http is fine without headers, in production too (an in-cluster Collector).
+	w, err := LoadWorker(MapLookup(workerProd().with(env{EnvLogsEndpoint: "http://occ-collector:4318/v1/logs"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.LogExport.Timeout != DefaultLogsTimeout || w.LogExport.Protocol != ProtocolHTTPProtobuf || w.LogExport.ServiceName != "" {
+		t.Errorf("defaults %+v", w.LogExport)
+	}
+
+	for _, tc := range []struct {
+		name     string
+		set      env
+		variable string
+		detail   string
+	}{
+		{"blank endpoint", env{EnvLogsEndpoint: " "}, EnvLogsEndpoint, DetailRequired},
+		{"relative endpoint", env{EnvLogsEndpoint: "/v1/logs"}, EnvLogsEndpoint, DetailInvalidFormat},
+		{"grpc scheme", env{EnvLogsEndpoint: "grpc://otel:4317"}, EnvLogsEndpoint, DetailInvalidValue},
+		{"query", env{EnvLogsEndpoint: "https://otel/v1/logs?token=x"}, EnvLogsEndpoint, DetailInvalidValue},
+		{"port 0", env{EnvLogsEndpoint: "https://otel:0/v1/logs"}, EnvLogsEndpoint, DetailInvalidValue},
+		{"http/json", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsProtocol: "http/json"}, EnvLogsProtocol, DetailInvalidValue},
+		{"timeout without endpoint", env{EnvLogsTimeout: "100"}, EnvLogsTimeout, DetailInvalidValue},
+		{"timeout 0", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsTimeout: "0"}, EnvLogsTimeout, DetailInvalidValue},
+		{"timeout word", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsTimeout: "10s"}, EnvLogsTimeout, DetailInvalidFormat},
+		{"duplicate header", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsHeaders: "a=1,a=2"}, EnvLogsHeaders, DetailInvalidFormat},
+		{"header newline", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsHeaders: "a=1%0Ab"}, EnvLogsHeaders, DetailInvalidFormat},
+		{"service name with space", env{EnvServiceName: "occ api"}, EnvServiceName, DetailInvalidFormat},
+		{"secret resource value", env{EnvResourceAttributes: "token=ghp_0123456789abcdefghijABCDEFGHIJ012345"}, EnvResourceAttributes, DetailInvalidFormat},
+		{"resource without value", env{EnvResourceAttributes: "team"}, EnvResourceAttributes, DetailInvalidFormat},
+	} {
+		_, err := LoadWorker(MapLookup(workerProd().with(tc.set)))
+		var se *Error
+		if !errors.As(err, &se) || se.Code != CodeConfigEnvInvalid || len(se.Details) != 1 ||
+			se.Details[0].Path != "/env/"+tc.variable || se.Details[0].Code != tc.detail {
+			t.Errorf("%s: %v %+v", tc.name, err, se)
+		}
+	}
+}
