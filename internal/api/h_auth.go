@@ -131,8 +131,11 @@ func (s *Server) principalOf(a store.Account) *iam.Identity {
 func (s *Server) signOut(ctx context.Context, c *call) error {
 	session := c.cred.Session
 	c.identity = s.principalOf(session.Account)
-	if _, err := store.DeleteSession(ctx, c.tx, session.ID); err != nil {
+	// Concurrent sign-outs of one session all admitted it; only the one that deleted it ends it.
+	if deleted, err := store.DeleteSession(ctx, c.tx, session.ID); err != nil {
 		return platform.Unavailable(err)
+	} else if !deleted {
+		return platform.NewError(platform.CodeUnauthenticated, platform.MessageUnauthenticated)
 	}
 	if err := c.audit(ctx, audit.Event{Resource: audit.Resource{Kind: "session", ID: session.ID},
 		Details: map[string]any{"accountId": session.Account.ID}}); err != nil {

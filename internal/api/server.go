@@ -21,6 +21,7 @@ import (
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
@@ -232,7 +233,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			s.log.Error("http.unexpected_error", "requestId", c.requestID, "code", platform.CodeInternalError, "route", label)
+			s.log.Error(obs.EventHTTPUnexpectedError, "requestId", c.requestID, "code", platform.CodeInternalError, "route", label)
 			if !sw.wrote {
 				s.writeError(sw, c, &platform.Error{Code: platform.CodeInternalError, Message: platform.MessageInternalError})
 			}
@@ -516,7 +517,7 @@ func (s *Server) writeSuccess(w http.ResponseWriter, c *call) {
 	} else {
 		body, err = json.Marshal(successEnvelope{Data: c.data, Meta: meta{RequestID: c.requestID, NextCursor: c.nextCursor}})
 		if err != nil {
-			s.log.Error("http.unexpected_error", "requestId", c.requestID, "code", platform.CodeInternalError, "route", c.route.Path)
+			s.log.Error(obs.EventHTTPUnexpectedError, "requestId", c.requestID, "code", platform.CodeInternalError, "route", c.route.Path)
 			s.writeError(w, c, &platform.Error{Code: platform.CodeInternalError, Message: platform.MessageInternalError})
 			return
 		}
