@@ -170,7 +170,9 @@ func TestRoleDeletionRacesBindingCreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	answer := make(chan resp, 1)
-	go func() { answer <- doHTTP(t, e.http.URL, req{method: "POST", path: base + "access-bindings", key: e.adminKey, body: binding(role)}) }()
+	go func() {
+		answer <- doHTTP(t, e.http.URL, req{method: "POST", path: base + "access-bindings", key: e.adminKey, body: binding(role)})
+	}()
 	waitForLockWait()
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -189,7 +191,9 @@ func TestRoleDeletionRacesBindingCreation(t *testing.T) {
 VALUES ('binding_race', $1, $2, $3, 'namespace', $1)`, ns, sp, role); err != nil {
 		t.Fatal(err)
 	}
-	go func() { answer <- doHTTP(t, e.http.URL, req{method: "DELETE", path: base + "roles/" + role, key: e.adminKey}) }()
+	go func() {
+		answer <- doHTTP(t, e.http.URL, req{method: "DELETE", path: base + "roles/" + role, key: e.adminKey})
+	}()
 	waitForLockWait()
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
