@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -273,6 +274,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handle(ctx context.Context, c *call) error {
 	route, r := c.route, c.r
 	for name, schema := range route.PathParams {
+		// Every path parameter is an identifier: bytes that are not UTF-8 (the schema's patterns
+		// would read them as U+FFFD) name nothing.
+		if !utf8.ValidString(c.params[name]) {
+			return platform.NotFound("The resource does not exist.")
+		}
 		v := &validation{}
 		schema.validate(v, c.params[name], "")
 		if len(v.details) > 0 {
