@@ -56,7 +56,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics records requests; nil records nothing.
 	Metrics Recorder
-	// Now is the sign-in limiter's clock; nil is time.Now.
+	// Now is the clock of the password sign-in budgets; nil is time.Now.
 	Now func() time.Time
 	// ShutdownTimeout bounds the drain of in-flight requests (default 10 s).
 	ShutdownTimeout time.Duration
@@ -85,7 +85,6 @@ type Server struct {
 	installation store.Installation
 	admitter     *auth.Admitter
 	cookies      auth.Cookies
-	limiter      *auth.SignInLimiter
 	appender     *audit.Appender
 	router       *router
 	log          *slog.Logger
@@ -162,7 +161,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		admitter: &auth.Admitter{InstallationID: inst.ID, Secret: []byte(cfg.AuthSecret), Cookies: cookies,
 			CLISessions: signInState.cfg.CLISessions, Providers: signInState.instances},
 		cookies:     cookies,
-		limiter:     auth.NewSignInLimiter(cfg.Now),
 		appender:    audit.NewAppender(inst.ID),
 		router:      newRouter(routeTable),
 		log:         cfg.Logger,
