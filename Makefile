@@ -6,7 +6,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOCYCLO     := github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
 
-.PHONY: build install test vet cyclo fmt bench clean image dev kube-bin otelcol-bin screenshots console-measure
+.PHONY: build install test vet cyclo fmt bench clean image dev kube-bin otelcol-bin fuzz screenshots console-measure
 
 build: ## Build a static bin/occ
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/occ ./cmd/occ
@@ -40,6 +40,14 @@ kube-bin: ## Build etcd, kube-apiserver and kube-controller-manager for the test
 
 otelcol-bin: ## Build the test OpenTelemetry Collector (tools/otelcol) when missing (first time a few minutes)
 	tools/otelcol/build.sh
+
+FUZZTIME ?= 30s
+fuzz: ## Run every fuzz target for FUZZTIME each (default 30s); what a run finds is kept in the Go cache (docs/development.md)
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' internal); do \
+	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    echo "==> $$t (./$$(dirname $$f))"; go test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f); \
+	  done; \
+	done
 
 bench: ## Every benchmark, one table of figures (BENCH_FULL=1: scalecheck at full size); docs/performance.md
 	cd bench && $(GO) run ./cmd/benchall

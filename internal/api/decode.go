@@ -350,6 +350,12 @@ func decodeQuery(raw string, params []QueryParam) (map[string]string, *platform.
 			v.add(path, platform.DetailInvalidType)
 			continue
 		}
+		// Query values are text: invalid UTF-8 and control characters are never a valid filter,
+		// and must not reach the database.
+		if !printableText(vals[0]) {
+			v.add(path, platform.DetailInvalidFormat)
+			continue
+		}
 		s := params[i].Schema
 		if s.Type == typeInteger {
 			if !decimalDigits.MatchString(vals[0]) {
@@ -366,4 +372,17 @@ func decodeQuery(raw string, params []QueryParam) (map[string]string, *platform.
 		return nil, platform.NewError(platform.CodeInvalidRequest, "The query string is invalid.", v.details...)
 	}
 	return out, nil
+}
+
+// printableText reports whether s is valid UTF-8 without C0, DEL or C1 control characters.
+func printableText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r <= 0x1f || (r >= 0x7f && r <= 0x9f) {
+			return false
+		}
+	}
+	return true
 }

@@ -52,15 +52,19 @@ func (s *Server) signIn(ctx context.Context, c *call) error {
 	if !validEmail(email) {
 		return platform.Invalid("The email is not valid.", "/email", platform.DetailInvalidFormat)
 	}
-	attempt, retryAfter, ok := s.limiter.Acquire(email)
-	if !ok {
+	client, _ := s.clientAddress(c.r)
+	attempt, retryAfter, err := s.acquireSignIn(ctx, email, client)
+	if err != nil {
+		return err
+	}
+	if attempt == nil {
 		s.log.Warn("authentication.sign-in-limited", "requestId", c.requestID, "code", platform.CodeRateLimited)
 		return &platform.Error{Code: platform.CodeRateLimited, Message: "Too many failed sign-ins. Try again later.", RetryAfter: retryAfter}
 	}
 	login, err := s.passwordLogin(ctx, email)
 	found := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		attempt.Release()
+		attempt.end(ctx, store.SignInReleased)
 		return platform.Unavailable(err)
 	}
 	hash := s.dummyHash
@@ -70,18 +74,18 @@ func (s *Server) signIn(ctx context.Context, c *call) error {
 	var match bool
 	var verr error
 	if err := s.withHashSlot(ctx, func() { match, verr = auth.VerifyPassword(hash, b.Password) }); err != nil {
-		attempt.Release()
+		attempt.end(ctx, store.SignInReleased)
 		return err
 	}
 	if !found || verr != nil || !match || login.Account.Disabled {
-		attempt.Fail()
+		attempt.end(ctx, store.SignInFailed)
 		s.auditSignInFailure(ctx, c, login, found)
 		return errBadCredentials
 	}
 
 	token, tokenHash, err := auth.NewSessionToken()
 	if err != nil {
-		attempt.Release()
+		attempt.end(ctx, store.SignInReleased)
 		return platform.Unavailable(err)
 	}
 	sessionID := auth.NewSessionID()
@@ -95,10 +99,10 @@ func (s *Server) signIn(ctx context.Context, c *call) error {
 			Details: map[string]any{"accountId": login.Account.ID, "method": "password"}})
 	})
 	if err != nil {
-		attempt.Release()
+		attempt.end(ctx, store.SignInReleased)
 		return err
 	}
-	attempt.Succeed()
+	attempt.end(ctx, store.SignInSucceeded)
 	c.cookies = append(c.cookies, s.cookies.Session(token, auth.SessionLifetime))
 	c.respond(http.StatusOK, signInResult{Authenticated: true, SessionKey: auth.SessionKey([]byte(s.cfg.AuthSecret), sessionID)})
 	return nil
@@ -131,8 +135,11 @@ func (s *Server) principalOf(a store.Account) *iam.Identity {
 func (s *Server) signOut(ctx context.Context, c *call) error {
 	session := c.cred.Session
 	c.identity = s.principalOf(session.Account)
-	if _, err := store.DeleteSession(ctx, c.tx, session.ID); err != nil {
+	// Concurrent sign-outs of one session all admitted it; only the one that deleted it ends it.
+	if deleted, err := store.DeleteSession(ctx, c.tx, session.ID); err != nil {
 		return platform.Unavailable(err)
+	} else if !deleted {
+		return platform.NewError(platform.CodeUnauthenticated, platform.MessageUnauthenticated)
 	}
 	if err := c.audit(ctx, audit.Event{Resource: audit.Resource{Kind: "session", ID: session.ID},
 		Details: map[string]any{"accountId": session.Account.ID}}); err != nil {

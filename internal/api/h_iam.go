@@ -147,8 +147,16 @@ func (s *Server) deleteRole(ctx context.Context, c *call) error {
 	if n > 0 {
 		return platform.Conflict("The Role is referenced by an AccessBinding; delete the bindings first.")
 	}
-	if _, err := store.DeleteRole(ctx, c.tx, role.ID); err != nil {
+	// Concurrent deletes of one Role all read it; only the one whose DELETE removed the row
+	// succeeds. A binding created meanwhile makes the DELETE refuse, as the count above would.
+	deleted, err := store.DeleteRole(ctx, c.tx, role.ID)
+	if store.RefusedBy(err, store.ConstraintBindingRole) {
+		return platform.Conflict("The Role is referenced by an AccessBinding; delete the bindings first.")
+	} else if err != nil {
 		return platform.Unavailable(err)
+	}
+	if !deleted {
+		return platform.NotFound("The Role does not exist in this Namespace.")
 	}
 	if err := c.audit(ctx, auditEvent(namespaceResource(c.namespace.ID), map[string]any{
 		"roleId": role.ID, "permissions": permissionDetails(rolePermissions(role)),
@@ -293,20 +301,14 @@ func (s *Server) createBinding(ctx context.Context, c *call) error {
 			!slices.Contains(perms, iam.Permission{Action: iam.ActionUse, ResourceKind: iam.KindAgent}) {
 			return platform.Invalid("A runtime role needs a person, an Agent target and a Role with agent:use.", "/runtimeRole", platform.DetailInvalidValue)
 		}
-		exists, err := store.RuntimeAssignmentExists(ctx, c.tx, store.RuntimeAssignmentExistsParams{
-			NamespaceID: ns, SubjectID: subject.ID, AgentID: b.ResourceID})
-		if err != nil {
-			return platform.Unavailable(err)
-		}
-		if exists {
-			return platform.Conflict("This person already has a runtime role on this Agent.")
-		}
 	}
-	// 7. One transaction: the binding and its audit event.
+	// 7. One transaction: the binding and its audit event. The store's unique indexes decide the
+	// races a read could not: an identical binding, a second runtime role, and a Role or subject
+	// deleted since it was read above.
 	binding := store.IAMBinding{ID: "binding_" + uuid.NewString(), NamespaceID: &ns, IdentitySubjectID: &subject.ID,
 		RoleID: role.ID, ResourceKind: &b.ResourceKind, ResourceID: &b.ResourceID, RuntimeRole: b.RuntimeRole}
 	if _, err := store.InsertNamespaceBinding(ctx, c.tx, binding); err != nil {
-		return platform.Unavailable(err)
+		return bindingRefusal(err)
 	}
 	details := map[string]any{"bindingId": binding.ID, "subjectKind": iam.SubjectKindIdentity, "subjectId": subject.ID, "roleId": role.ID}
 	if b.RuntimeRole != nil {
@@ -317,6 +319,21 @@ func (s *Server) createBinding(ctx context.Context, c *call) error {
 	}
 	c.respond(http.StatusCreated, bindingToView(binding))
 	return nil
+}
+
+// bindingRefusal answers a binding the store refused in the caller's terms.
+func bindingRefusal(err error) error {
+	switch {
+	case store.RefusedBy(err, store.ConstraintIdenticalBinding):
+		return platform.Conflict("An identical AccessBinding exists.")
+	case store.RefusedBy(err, store.ConstraintOneRuntimeRole):
+		return platform.Conflict("This person already has a runtime role on this Agent.")
+	case store.RefusedBy(err, store.ConstraintBindingRole):
+		return platform.Invalid("The Role is not a Role of this Namespace.", "/roleId", platform.DetailInvalidValue)
+	case store.RefusedBy(err, store.ConstraintBindingIdentity):
+		return platform.Invalid("The subject is not an identity of this Namespace.", "/subjectId", platform.DetailInvalidValue)
+	}
+	return platform.Unavailable(err)
 }
 
 func (s *Server) bindableSubject(ctx context.Context, c *call, subject store.IAMIdentity) (bool, error) {
@@ -392,8 +409,11 @@ func (s *Server) deleteBinding(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	if _, err := store.DeleteBinding(ctx, c.tx, b.ID); err != nil {
+	// Concurrent deletes all read the binding; only the one whose DELETE removed it succeeds.
+	if deleted, err := store.DeleteBinding(ctx, c.tx, b.ID); err != nil {
 		return platform.Unavailable(err)
+	} else if !deleted {
+		return platform.NotFound("The AccessBinding does not exist in this Namespace.")
 	}
 	v := bindingToView(b.IAMBinding)
 	details := map[string]any{"bindingId": b.ID, "subjectKind": v.SubjectKind, "subjectId": v.SubjectID, "roleId": b.RoleID}

@@ -147,14 +147,16 @@ func TestAccessBindingRules(t *testing.T) {
 	caller := e.newServicePrincipal("")
 	e.grant(caller.id, "", iam.KindInstallation, e.installationID, perm(iam.ActionAdminister, iam.KindInstallation))
 	e.grant(caller.id, ns, iam.KindNamespace, ns, perm(iam.ActionRead, iam.KindNamespace))
-	// Rule 5: the caller must read the exact target.
+	// Rule 5: the caller must read the exact target. (Another subject: a binding identical to the
+	// one above is a conflict, TestAccessBindingsAreStoredOnce.)
+	sp2 := e.expect(e.do(req{method: "POST", path: base + "service-principals", key: e.adminKey}), 201).data()["id"].(string)
 	before := e.denials()
-	e.expect(e.do(caller.apply(req{method: "POST", path: base + "access-bindings", body: binding(sp, secretReader, "secret", secretID)})), 403)
+	e.expect(e.do(caller.apply(req{method: "POST", path: base + "access-bindings", body: binding(sp2, secretReader, "secret", secretID)})), 403)
 	if e.denials() != before+1 {
 		t.Fatal("rule 5 denial not audited")
 	}
 	e.grant(caller.id, ns, iam.KindSecret, secretID, perm(iam.ActionRead, iam.KindSecret))
-	e.expect(e.do(caller.apply(req{method: "POST", path: base + "access-bindings", body: binding(sp, secretReader, "secret", secretID)})), 201)
+	e.expect(e.do(caller.apply(req{method: "POST", path: base + "access-bindings", body: binding(sp2, secretReader, "secret", secretID)})), 201)
 
 	// Human principals may be bound; lists include broad bindings made by operators.
 	e.expect(post(binding(e.adminPrincipal, nsReader, "namespace", ns)), 201)

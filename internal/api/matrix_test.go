@@ -30,7 +30,7 @@ type matrixCase struct {
 type fixtures struct {
 	nsA, nsB, victim       string
 	roleA, spareRole       string
-	spA, spBare            string
+	spA, spBare, spSpare   string
 	bindingA, spareBinding string
 	installationID         string
 	resources              resourceFixtures
@@ -49,13 +49,14 @@ func newFixtures(t *testing.T, e *env) fixtures {
 	sp := func() string {
 		return e.expect(e.do(req{method: "POST", path: "/namespaces/" + f.nsA + "/iam/service-principals", key: e.adminKey}), 201).data()["id"].(string)
 	}
-	f.spA, f.spBare = sp(), sp()
-	binding := func() string {
+	f.spA, f.spBare, f.spSpare = sp(), sp(), sp()
+	// Two bindings of one Role and target: identical bindings are refused, so their subjects differ.
+	binding := func(subject string) string {
 		r := e.expect(e.do(req{method: "POST", path: "/namespaces/" + f.nsA + "/iam/access-bindings", key: e.adminKey,
-			body: map[string]any{"subjectKind": "identity", "subjectId": f.spA, "roleId": f.roleA, "resourceKind": "namespace", "resourceId": f.nsA}}), 201)
+			body: map[string]any{"subjectKind": "identity", "subjectId": subject, "roleId": f.roleA, "resourceKind": "namespace", "resourceId": f.nsA}}), 201)
 		return r.data()["id"].(string)
 	}
-	f.bindingA, f.spareBinding = binding(), binding()
+	f.bindingA, f.spareBinding = binding(f.spA), binding(f.spSpare)
 	f.resources = newResourceFixtures(t, e, f.nsA)
 	return f
 }
@@ -107,8 +108,11 @@ func (f fixtures) cases(e *env) map[string]func() matrixCase {
 			return matrixCase{method: "GET", path: nsPath + "/iam/access-bindings", need: policy, success: 200}
 		},
 		"POST /namespaces/{namespaceId}/iam/access-bindings": func() matrixCase {
+			// A Role of its own per case: a binding identical to bindingA would be a conflict.
+			role := e.expect(e.do(req{method: "POST", path: nsPath + "/iam/roles", key: e.adminKey,
+				body: map[string]any{"permissions": []any{map[string]any{"action": "read", "resourceKind": "namespace"}}}}), 201).data()["id"]
 			return matrixCase{method: "POST", path: nsPath + "/iam/access-bindings", need: policy, success: 201,
-				body: map[string]any{"subjectKind": "identity", "subjectId": f.spA, "roleId": f.roleA, "resourceKind": "namespace", "resourceId": f.nsA}}
+				body: map[string]any{"subjectKind": "identity", "subjectId": f.spA, "roleId": role, "resourceKind": "namespace", "resourceId": f.nsA}}
 		},
 		"GET /namespaces/{namespaceId}/iam/access-bindings/{bindingId}": func() matrixCase {
 			return matrixCase{method: "GET", path: nsPath + "/iam/access-bindings/" + f.bindingA, need: policy, success: 200}

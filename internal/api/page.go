@@ -2,10 +2,15 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
@@ -13,20 +18,39 @@ import (
 )
 
 // Lists are complete and authorization-filtered, as upstream; limit and cursor (ours) page through
-// the filtered list. A cursor is opaque to clients: base64url of the route's action and the
-// keyset position of the last returned item, so it cannot be replayed on another list.
+// the filtered list. A cursor is opaque to clients: base64url of the list it belongs to (the
+// route's action and a digest of its scope: path parameters and filters) and the keyset position
+// of the last returned item, so it cannot be replayed on another list, another Namespace's list
+// or the same list under other filters.
 
 type cursorDoc struct {
 	Route string `json:"r"`
+	Scope string `json:"s,omitempty"`
 	Name  string `json:"n,omitempty"`
 	Micro int64  `json:"t,omitempty"`
 	ID    string `json:"i,omitempty"`
 }
 
 func (c *call) encodeCursor(doc cursorDoc) string {
-	doc.Route = c.route.Action
+	doc.Route, doc.Scope = c.route.Action, c.listScope()
 	raw, _ := json.Marshal(doc)
 	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+// listScope digests what selects the list's items besides the position: the path parameters and
+// every query value but the cursor and the page size.
+func (c *call) listScope() string {
+	h := sha256.New()
+	for _, m := range []map[string]string{c.params, c.query} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if k == "cursor" || k == "limit" {
+				continue
+			}
+			fmt.Fprintf(h, "%q=%q;", k, m[k])
+		}
+		h.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
 }
 
 var errBadCursor = platform.Invalid("The cursor is not valid for this list.", "/cursor", platform.DetailInvalidFormat)
@@ -37,11 +61,12 @@ func (c *call) decodeCursor() (*cursorDoc, error) {
 		return nil, nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(raw)
-	if err != nil {
+	if err != nil || !utf8.Valid(b) {
 		return nil, errBadCursor
 	}
 	var doc cursorDoc
-	if err := json.Unmarshal(b, &doc); err != nil || doc.Route != c.route.Action {
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Route != c.route.Action || doc.Scope != c.listScope() ||
+		(doc.Name != "" && !platform.ValidName(doc.Name)) || (doc.ID != "" && !platform.ValidOpaqueID(doc.ID)) {
 		return nil, errBadCursor
 	}
 	return &doc, nil

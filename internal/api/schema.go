@@ -74,7 +74,7 @@ var formats = map[string]struct {
 	description string
 }{
 	"occ-name": {platform.ValidName, "Name rule: 1 to 200 characters, no leading or trailing whitespace, " +
-		"no control characters, U+2028 or U+2029."},
+		"no control characters, U+2028, U+2029 or format characters (zero-width, bidi controls, soft hyphen, BOM)."},
 }
 
 // prepare compiles the schema's patterns, recursively. It panics on a malformed schema: the

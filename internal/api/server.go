@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,6 +22,7 @@ import (
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
@@ -54,7 +56,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics records requests; nil records nothing.
 	Metrics Recorder
-	// Now is the sign-in limiter's clock; nil is time.Now.
+	// Now is the clock of the password sign-in budgets; nil is time.Now.
 	Now func() time.Time
 	// ShutdownTimeout bounds the drain of in-flight requests (default 10 s).
 	ShutdownTimeout time.Duration
@@ -83,7 +85,6 @@ type Server struct {
 	installation store.Installation
 	admitter     *auth.Admitter
 	cookies      auth.Cookies
-	limiter      *auth.SignInLimiter
 	appender     *audit.Appender
 	router       *router
 	log          *slog.Logger
@@ -160,7 +161,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		admitter: &auth.Admitter{InstallationID: inst.ID, Secret: []byte(cfg.AuthSecret), Cookies: cookies,
 			CLISessions: signInState.cfg.CLISessions, Providers: signInState.instances},
 		cookies:     cookies,
-		limiter:     auth.NewSignInLimiter(cfg.Now),
 		appender:    audit.NewAppender(inst.ID),
 		router:      newRouter(routeTable),
 		log:         cfg.Logger,
@@ -232,7 +232,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			s.log.Error("http.unexpected_error", "requestId", c.requestID, "code", platform.CodeInternalError, "route", label)
+			s.log.Error(obs.EventHTTPUnexpectedError, "requestId", c.requestID, "code", platform.CodeInternalError, "route", label)
 			if !sw.wrote {
 				s.writeError(sw, c, &platform.Error{Code: platform.CodeInternalError, Message: platform.MessageInternalError})
 			}
@@ -272,6 +272,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handle(ctx context.Context, c *call) error {
 	route, r := c.route, c.r
 	for name, schema := range route.PathParams {
+		// Every path parameter is an identifier: bytes that are not UTF-8 (the schema's patterns
+		// would read them as U+FFFD) name nothing.
+		if !utf8.ValidString(c.params[name]) {
+			return platform.NotFound("The resource does not exist.")
+		}
 		v := &validation{}
 		schema.validate(v, c.params[name], "")
 		if len(v.details) > 0 {
@@ -520,7 +525,7 @@ func (s *Server) writeSuccess(w http.ResponseWriter, c *call) {
 	} else {
 		body, err = json.Marshal(successEnvelope{Data: c.data, Meta: meta{RequestID: c.requestID, NextCursor: c.nextCursor}})
 		if err != nil {
-			s.log.Error("http.unexpected_error", "requestId", c.requestID, "code", platform.CodeInternalError, "route", c.route.Path)
+			s.log.Error(obs.EventHTTPUnexpectedError, "requestId", c.requestID, "code", platform.CodeInternalError, "route", c.route.Path)
 			s.writeError(w, c, &platform.Error{Code: platform.CodeInternalError, Message: platform.MessageInternalError})
 			return
 		}

@@ -167,11 +167,11 @@ var (
 		required("email", str(3, 320)),
 		required("password", str(auth.MinPasswordLength, auth.MaxPasswordLength)),
 		optional("name", name()),
-		optional("roleId", str(1, 200)),
+		optional("roleId", opaqueID()),
 		optional("github", object(required("subject", pattern(`^[1-9][0-9]{0,19}$`, 0)))),
 	)
 	serviceKeyBody = object(
-		required("servicePrincipalId", str(1, 200)),
+		required("servicePrincipalId", opaqueID()),
 		optional("namespaceId", idOf(platform.PrefixNamespace)),
 		required("name", describe(&Schema{Type: typeString, MinLength: 1, MaxLength: 32, Format: "occ-name"},
 			"1 to 32 characters; the Name rule applies.")),
@@ -188,10 +188,10 @@ var (
 	)
 	bindingBody = object(
 		required("subjectKind", enum(iam.SubjectKindIdentity, iam.SubjectKindGroup)),
-		required("subjectId", str(1, 200)),
-		required("roleId", str(1, 200)),
+		required("subjectId", opaqueID()),
+		required("roleId", opaqueID()),
 		required("resourceKind", enum(iam.ResourceKinds()...)),
-		required("resourceId", str(1, 200)),
+		required("resourceId", opaqueID()),
 		optional("runtimeRole", describe(pattern(`^[!-~]([ -~]{0,126}[!-~])?$`, 128),
 			"A runtime role (1..128 printable characters, trimmed) for a human Principal on an Agent.")),
 	)

@@ -49,3 +49,17 @@ func TestServiceKey(t *testing.T) {
 		t.Fatal("keys repeat")
 	}
 }
+
+// BenchmarkVerifyPassword is the hash every password sign-in runs, the anchor for the cost of the
+// sign-in budgets (store's BenchmarkSignInLanes).
+func BenchmarkVerifyPassword(b *testing.B) {
+	hash, err := HashPassword("correct horse battery staple")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		if ok, err := VerifyPassword(hash, "correct horse battery staple"); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+}

@@ -21,6 +21,7 @@ const (
 	EventWorkerHealth                = "worker.health"
 	EventSignInLimited               = "authentication.sign-in-limited"
 	EventHTTPDependencyUnavailable   = "http.dependency_unavailable"
+	EventHTTPUnexpectedError         = "http.unexpected_error"
 )
 
 var eventPattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,127}$`)
@@ -54,14 +55,15 @@ var detailEvents = map[string]bool{
 }
 
 // Severity is the level an event is written at, derived from its name alone: names
-// ending ".error", "-error", ".failed" or "-failed" are ERROR; names ending ".warning"
+// ending ".error", "-error", ".failed" or "-failed", and "http.unexpected_error" (an internal
+// failure, which operators alert on), are ERROR; names ending ".warning"
 // or "-warning", "authentication.sign-in-limited" and "http.dependency_unavailable" (upstream's
 // levels) are WARN; "worker.health" is DEBUG; everything else (including an invalid name,
 // written as "occ.event") is INFO.
 func Severity(event string) slog.Level {
 	event = eventName(event)
 	switch {
-	case hasAnySuffix(event, ".error", "-error", ".failed", "-failed"):
+	case hasAnySuffix(event, ".error", "-error", ".failed", "-failed"), event == EventHTTPUnexpectedError:
 		return slog.LevelError
 	case hasAnySuffix(event, ".warning", "-warning"), event == EventSignInLimited, event == EventHTTPDependencyUnavailable:
 		return slog.LevelWarn

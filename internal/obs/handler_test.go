@@ -86,7 +86,8 @@ func TestSeverityBySuffix(t *testing.T) {
 		{"worker.health", slog.LevelDebug},
 		{"worker.health.x", slog.LevelInfo},
 		{"worker.completed", slog.LevelInfo},
-		{"http.unexpected_error", slog.LevelInfo}, // "_error" is not one of the suffixes
+		{"http.unexpected_error", slog.LevelError}, // named: an internal failure must reach ERROR alerts
+		{"http.other_error", slog.LevelInfo},       // "_error" is not one of the suffixes
 		{"errors", slog.LevelInfo},
 		{"worker.failedx", slog.LevelInfo},
 		{"Worker.Error", slog.LevelInfo}, // invalid name → occ.event

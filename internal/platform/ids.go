@@ -5,6 +5,7 @@ package platform
 import (
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -38,7 +39,9 @@ func ValidID(prefix, s string) bool {
 }
 
 // ValidName applies the Name rule: 1..200 code points, valid UTF-8, no leading or trailing
-// whitespace, no C0, DEL, C1, U+2028 or U+2029. The database enforces the same rule.
+// whitespace, no C0, DEL, C1, U+2028 or U+2029, and no format character (Unicode category Cf:
+// zero-width characters, bidi controls, soft hyphen, byte order mark), which would let two
+// names look alike or a name look empty. The database enforces the same rule (occ.is_valid_name).
 func ValidName(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
@@ -48,7 +51,7 @@ func ValidName(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if r <= 0x1f || (r >= 0x7f && r <= 0x9f) || r == 0x2028 || r == 0x2029 {
+		if r <= 0x1f || (r >= 0x7f && r <= 0x9f) || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Cf, r) {
 			return false
 		}
 	}

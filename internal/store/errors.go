@@ -38,6 +38,15 @@ const (
 	ConstraintExistingNamespaceLive Constraint = "namespaces_existing_namespace_live"
 	// ConstraintWorkResultValid: a work row's result data has a shape its state and code allow.
 	ConstraintWorkResultValid Constraint = "controller_work_result_valid"
+	// ConstraintIdenticalBinding: an AccessBinding (subject, Role, target, scope) is stored once.
+	ConstraintIdenticalBinding Constraint = "iam_access_bindings_identical"
+	// ConstraintOneRuntimeRole: a person holds at most one runtime role per Agent.
+	ConstraintOneRuntimeRole Constraint = "iam_access_bindings_one_runtime_role"
+	// ConstraintBindingRole: an AccessBinding's Role exists (a Role deleted concurrently refuses
+	// the binding, and a bound Role refuses its deletion).
+	ConstraintBindingRole Constraint = "iam_access_bindings_role_id_fkey"
+	// ConstraintBindingIdentity: an AccessBinding's identity subject exists.
+	ConstraintBindingIdentity Constraint = "iam_access_bindings_identity_subject_id_fkey"
 	// constraintOneClaimPerResource: at most one work row per lane (Agent, else Namespace) is
 	// claimed at a time.
 	constraintOneClaimPerResource Constraint = "controller_work_one_claim_per_resource"

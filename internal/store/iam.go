@@ -268,11 +268,13 @@ SELECT $1, a, k FROM unnest($2::text[], $3::text[]) AS t(a, k)`, id, actions, ki
 	return err
 }
 
-// InsertIAMBinding writes one access binding.
+// InsertIAMBinding writes one access binding. Refusals are classified: RefusedBy
+// ConstraintIdenticalBinding or ConstraintOneRuntimeRole for a copy, ErrForeignKey (with the
+// constraint of the missing Role or identity) for a reference deleted concurrently.
 func InsertIAMBinding(ctx context.Context, db DBTX, b IAMBinding) error {
 	_, err := db.Exec(ctx, `INSERT INTO occ.iam_access_bindings
   (id, namespace_id, identity_subject_id, group_subject_id, role_id, resource_kind, resource_id, runtime_role)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, b.ID, b.NamespaceID, b.IdentitySubjectID, b.GroupSubjectID, b.RoleID,
 		b.ResourceKind, b.ResourceID, b.RuntimeRole)
-	return err
+	return classify(err)
 }

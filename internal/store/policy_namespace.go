@@ -82,9 +82,10 @@ func RoleBindingCount(ctx context.Context, db DBTX, roleID string) (int, error) 
 }
 
 // DeleteRole removes a Role (its permissions cascade); false when it did not exist.
+// A binding created concurrently refuses the deletion: RefusedBy ConstraintBindingRole.
 func DeleteRole(ctx context.Context, db DBTX, id string) (bool, error) {
 	tag, err := db.Exec(ctx, `DELETE FROM occ.iam_roles WHERE id = $1`, id)
-	return tag.RowsAffected() == 1, err
+	return tag.RowsAffected() == 1, classify(err)
 }
 
 // IAMBindingRow is a stored binding with its creation time.
@@ -136,23 +137,6 @@ func InsertNamespaceBinding(ctx context.Context, db DBTX, b IAMBinding) (time.Ti
 func DeleteBinding(ctx context.Context, db DBTX, id string) (bool, error) {
 	tag, err := db.Exec(ctx, `DELETE FROM occ.iam_access_bindings WHERE id = $1`, id)
 	return tag.RowsAffected() == 1, err
-}
-
-// RuntimeAssignmentExistsParams name the Namespace, the identity and the Agent.
-type RuntimeAssignmentExistsParams struct {
-	NamespaceID string
-	SubjectID   string
-	AgentID     string
-}
-
-// RuntimeAssignmentExists reports whether a binding in the Namespace already gives SubjectID a
-// runtime role on the Agent.
-func RuntimeAssignmentExists(ctx context.Context, db DBTX, p RuntimeAssignmentExistsParams) (bool, error) {
-	var ok bool
-	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM occ.iam_access_bindings
- WHERE namespace_id = $1 AND identity_subject_id = $2 AND resource_kind = 'agent' AND resource_id = $3
-   AND runtime_role IS NOT NULL)`, p.NamespaceID, p.SubjectID, p.AgentID).Scan(&ok)
-	return ok, err
 }
 
 // IAMIdentityRow is a stored identity with its creation time.

@@ -94,7 +94,8 @@ SELECT 'bnd_' || gen_random_uuid(), n.id, p.id,
   FROM generate_series(1, %d) g
   JOIN s_prn p ON p.h = 13 + g %% 988
   JOIN s_agt a ON a.j = 1 + (g * 7919) %% %d
-  JOIN s_ns n ON n.i = a.ns_i;`, c.bindings-agents-ns-agents/5-2-10, agents)},
+  JOIN s_ns n ON n.i = a.ns_i
+  ON CONFLICT DO NOTHING;`, c.bindings-agents-ns-agents/5-2-10, agents)},
 		{"terminal work", fmt.Sprintf(`
 -- deployments of every newest revision, 3 stops per Agent, the rest Namespace work
 CREATE TEMP TABLE s_work AS
