@@ -14,9 +14,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 )
 
-// Request limits (drivers-config-obs §6.6).
+// Request limits.
 const (
 	// DefaultBodyLimit bounds a request body unless the route sets its own.
 	DefaultBodyLimit = 64 << 10
@@ -26,7 +27,7 @@ const (
 
 var (
 	errBadJSON = platform.NewError(platform.CodeInvalidRequest, "The request body is not valid JSON.",
-		platform.Detail{Path: "", Code: platform.DetailInvalidFormat})
+		problem.Detail{Path: "", Code: problem.DetailInvalidFormat})
 	errTooLarge         = platform.NewError(platform.CodePayloadTooLarge, "The request body is too large.")
 	errUnsupportedMedia = platform.NewError(platform.CodeUnsupportedMediaType, "The request body must be application/json.")
 )
@@ -84,7 +85,7 @@ func decodeBody(schema *Schema, body []byte) (json.RawMessage, *platform.Error) 
 		body = []byte("{}")
 		if schema != nil && schema.hasRequired() {
 			return nil, platform.NewError(platform.CodeInvalidRequest, "A request body is required.",
-				platform.Detail{Path: "", Code: platform.DetailRequired})
+				problem.Detail{Path: "", Code: problem.DetailRequired})
 		}
 	}
 	value, perr := decodeJSON(body)
@@ -144,7 +145,7 @@ func decodeJSON(data []byte) (any, *platform.Error) {
 
 type jsonDecoder struct {
 	dec      *json.Decoder
-	problems []platform.Detail
+	problems []problem.Detail
 }
 
 var (
@@ -167,7 +168,7 @@ func (d *jsonDecoder) value(tok json.Token, path string, depth int) (any, error)
 	switch t := tok.(type) {
 	case json.Delim:
 		if depth+1 > MaxJSONDepth {
-			d.problems = []platform.Detail{{Path: path, Code: platform.DetailTooDeep}}
+			d.problems = []problem.Detail{{Path: path, Code: problem.DetailTooDeep}}
 			return nil, errTooDeep
 		}
 		switch t {
@@ -182,9 +183,9 @@ func (d *jsonDecoder) value(tok json.Token, path string, depth int) (any, error)
 				if !ok {
 					return nil, errSyntax
 				}
-				memberPath := path + platform.JSONPointer(key)
+				memberPath := path + problem.JSONPointer(key)
 				if _, dup := obj[key]; dup {
-					d.problems = []platform.Detail{{Path: memberPath, Code: platform.DetailInvalidFormat}}
+					d.problems = []problem.Detail{{Path: memberPath, Code: problem.DetailInvalidFormat}}
 					return nil, errDuplicate
 				}
 				next, err := d.dec.Token()
@@ -329,7 +330,7 @@ func decodeQuery(raw string, params []QueryParam) (map[string]string, *platform.
 	values, err := url.ParseQuery(raw)
 	if err != nil {
 		return nil, platform.NewError(platform.CodeInvalidRequest, "The query string is malformed.",
-			platform.Detail{Path: "", Code: platform.DetailInvalidFormat})
+			problem.Detail{Path: "", Code: problem.DetailInvalidFormat})
 	}
 	v := &validation{}
 	out := map[string]string{}
@@ -339,21 +340,21 @@ func decodeQuery(raw string, params []QueryParam) (map[string]string, *platform.
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		path := platform.JSONPointer(k)
+		path := problem.JSONPointer(k)
 		i := slices.IndexFunc(params, func(p QueryParam) bool { return p.Name == k })
 		if i < 0 {
-			v.add(path, platform.DetailUnknownField)
+			v.add(path, problem.DetailUnknownField)
 			continue
 		}
 		vals := values[k]
 		if len(vals) != 1 {
-			v.add(path, platform.DetailInvalidType)
+			v.add(path, problem.DetailInvalidType)
 			continue
 		}
 		s := params[i].Schema
 		if s.Type == typeInteger {
 			if !decimalDigits.MatchString(vals[0]) {
-				v.add(path, platform.DetailInvalidType)
+				v.add(path, problem.DetailInvalidType)
 				continue
 			}
 			s.validate(v, json.Number(vals[0]), path)

@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 var detailPath = regexp.MustCompile(`^(/([^~/]|~0|~1)*)*$`)
@@ -73,7 +74,7 @@ func checkError(t *testing.T, e *platform.Error, statuses ...int) {
 	if !ok {
 		t.Fatalf("status %d (%s)", e.Status(), e.Code)
 	}
-	if n := len([]rune(e.Message)); n < 1 || n > 256 || len(e.Details) > platform.MaxDetails {
+	if n := len([]rune(e.Message)); n < 1 || n > 256 || len(e.Details) > problem.MaxDetails {
 		t.Fatalf("message or details out of bounds: %+v", e)
 	}
 	for _, d := range e.Details {

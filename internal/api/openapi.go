@@ -6,6 +6,7 @@ import (
 
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // OpenAPIVersion is the OpenAPI version of the served document.
@@ -217,13 +218,13 @@ func errorEnvelopeSchema() map[string]any {
 	codes = append(codes, platform.Codes()...)
 	detail := object(
 		required("path", pattern(`^(/([^~/]|~0|~1)*)*$`, 512)),
-		required("code", enum(platform.DetailRequired, platform.DetailUnknownField, platform.DetailInvalidType,
-			platform.DetailInvalidFormat, platform.DetailInvalidValue, platform.DetailTooLong, platform.DetailTooDeep)),
+		required("code", enum(problem.DetailRequired, problem.DetailUnknownField, problem.DetailInvalidType,
+			problem.DetailInvalidFormat, problem.DetailInvalidValue, problem.DetailTooLong, problem.DetailTooDeep)),
 	)
 	body := object(
 		required("code", enum(codes...)),
 		required("message", str(1, 256)),
-		optional("details", arrayOf(detail, 1, platform.MaxDetails)),
+		optional("details", arrayOf(detail, 1, problem.MaxDetails)),
 	)
 	return object(
 		required("error", body),

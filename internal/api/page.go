@@ -9,6 +9,7 @@ import (
 
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -29,7 +30,7 @@ func (c *call) encodeCursor(doc cursorDoc) string {
 	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
-var errBadCursor = platform.Invalid("The cursor is not valid for this list.", "/cursor", platform.DetailInvalidFormat)
+var errBadCursor = platform.Invalid("The cursor is not valid for this list.", "/cursor", problem.DetailInvalidFormat)
 
 func (c *call) decodeCursor() (*cursorDoc, error) {
 	raw, ok := c.query["cursor"]
@@ -91,7 +92,7 @@ func collect[T any](ctx context.Context, limit int, fetch func(after *cursorDoc,
 				return nil, nil, err
 			}
 			if len(verdicts) != len(batch) {
-				return nil, nil, &platform.Error{Code: platform.CodeInternalError, Message: platform.MessageInternalError}
+				return nil, nil, &platform.Error{Problem: problem.Problem{Code: platform.CodeInternalError, Message: platform.MessageInternalError}}
 			}
 		}
 		for i, item := range batch {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // Schema is the subset of JSON Schema 2020-12 the API's request and response bodies use. One value
@@ -101,14 +102,14 @@ func (s *Schema) prepare() {
 	s.Additional.prepare()
 }
 
-// validation collects details, at most platform.MaxDetails.
+// validation collects details, at most problem.MaxDetails.
 type validation struct {
-	details []platform.Detail
+	details []problem.Detail
 }
 
 func (v *validation) add(path, code string) {
-	if len(v.details) < platform.MaxDetails {
-		v.details = append(v.details, platform.Detail{Path: path, Code: code})
+	if len(v.details) < problem.MaxDetails {
+		v.details = append(v.details, problem.Detail{Path: path, Code: code})
 	}
 }
 
@@ -118,7 +119,7 @@ func (v *validation) add(path, code string) {
 func (s *Schema) validate(v *validation, value any, path string) any {
 	if value == nil {
 		if !s.Nullable {
-			v.add(path, platform.DetailInvalidType)
+			v.add(path, problem.DetailInvalidType)
 		}
 		return nil
 	}
@@ -126,21 +127,21 @@ func (s *Schema) validate(v *validation, value any, path string) any {
 	case typeObject:
 		obj, ok := value.(map[string]any)
 		if !ok {
-			v.add(path, platform.DetailInvalidType)
+			v.add(path, problem.DetailInvalidType)
 			return value
 		}
 		return s.validateObject(v, obj, path)
 	case typeArray:
 		arr, ok := value.([]any)
 		if !ok {
-			v.add(path, platform.DetailInvalidType)
+			v.add(path, problem.DetailInvalidType)
 			return value
 		}
 		if len(arr) < s.MinItems {
-			v.add(path, platform.DetailInvalidValue)
+			v.add(path, problem.DetailInvalidValue)
 		}
 		if s.MaxItems > 0 && len(arr) > s.MaxItems {
-			v.add(path, platform.DetailTooLong)
+			v.add(path, problem.DetailTooLong)
 			return value
 		}
 		out := make([]any, len(arr))
@@ -155,7 +156,7 @@ func (s *Schema) validate(v *validation, value any, path string) any {
 					continue
 				}
 				if seen[string(key)] {
-					v.add(path+"/"+strconv.Itoa(i), platform.DetailInvalidValue)
+					v.add(path+"/"+strconv.Itoa(i), problem.DetailInvalidValue)
 				}
 				seen[string(key)] = true
 			}
@@ -164,49 +165,49 @@ func (s *Schema) validate(v *validation, value any, path string) any {
 	case typeString:
 		str, ok := value.(string)
 		if !ok {
-			v.add(path, platform.DetailInvalidType)
+			v.add(path, problem.DetailInvalidType)
 			return value
 		}
 		n := utf8.RuneCountInString(str)
 		switch {
 		case s.MaxLength > 0 && n > s.MaxLength:
-			v.add(path, platform.DetailTooLong)
+			v.add(path, problem.DetailTooLong)
 		case n < s.MinLength:
-			v.add(path, platform.DetailInvalidValue)
+			v.add(path, problem.DetailInvalidValue)
 		case s.Enum != nil && !slices.Contains(s.Enum, str):
-			v.add(path, platform.DetailInvalidValue)
+			v.add(path, problem.DetailInvalidValue)
 		case s.re != nil && !s.re.MatchString(str):
-			v.add(path, platform.DetailInvalidFormat)
+			v.add(path, problem.DetailInvalidFormat)
 		case s.Format != "" && !formats[s.Format].check(str):
-			v.add(path, platform.DetailInvalidFormat)
+			v.add(path, problem.DetailInvalidFormat)
 		}
 		return str
 	case typeInteger:
 		num, ok := value.(json.Number)
 		if !ok {
-			v.add(path, platform.DetailInvalidType)
+			v.add(path, problem.DetailInvalidType)
 			return value
 		}
 		n, class := integerValue(string(num))
 		switch class {
 		case notInteger:
-			v.add(path, platform.DetailInvalidType)
+			v.add(path, problem.DetailInvalidType)
 			return value
 		case hugeInteger:
-			v.add(path, platform.DetailInvalidValue)
+			v.add(path, problem.DetailInvalidValue)
 			return value
 		}
 		if (s.Minimum != nil && n < *s.Minimum) || (s.Maximum != nil && n > *s.Maximum) {
-			v.add(path, platform.DetailInvalidValue)
+			v.add(path, problem.DetailInvalidValue)
 		}
 		return json.Number(strconv.FormatInt(n, 10))
 	case typeBoolean:
 		if _, ok := value.(bool); !ok {
-			v.add(path, platform.DetailInvalidType)
+			v.add(path, problem.DetailInvalidType)
 		}
 		return value
 	}
-	v.add(path, platform.DetailInvalidType)
+	v.add(path, problem.DetailInvalidType)
 	return value
 }
 
@@ -222,25 +223,25 @@ func (s *Schema) validateObject(v *validation, obj map[string]any, path string) 
 	slices.Sort(keys)
 	out := make(map[string]any, len(obj))
 	if s.MaxMembers > 0 && len(obj) > s.MaxMembers {
-		v.add(path, platform.DetailTooLong)
+		v.add(path, problem.DetailTooLong)
 		return obj
 	}
 	for _, k := range keys {
 		if _, ok := known[k]; !ok {
 			if s.Additional != nil {
-				kp := path + platform.JSONPointer(k)
+				kp := path + problem.JSONPointer(k)
 				switch {
 				case s.KeyMaxLength > 0 && utf8.RuneCountInString(k) > s.KeyMaxLength:
-					v.add(kp, platform.DetailTooLong)
+					v.add(kp, problem.DetailTooLong)
 				case s.keyRe != nil && !s.keyRe.MatchString(k):
-					v.add(kp, platform.DetailInvalidFormat)
+					v.add(kp, problem.DetailInvalidFormat)
 				default:
 					out[k] = s.Additional.validate(v, obj[k], kp)
 				}
 				continue
 			}
 			if !s.Open {
-				v.add(path+platform.JSONPointer(k), platform.DetailUnknownField)
+				v.add(path+problem.JSONPointer(k), problem.DetailUnknownField)
 			}
 			out[k] = obj[k]
 		}
@@ -249,11 +250,11 @@ func (s *Schema) validateObject(v *validation, obj map[string]any, path string) 
 		value, present := obj[p.Name]
 		if !present {
 			if p.Required {
-				v.add(path+platform.JSONPointer(p.Name), platform.DetailRequired)
+				v.add(path+problem.JSONPointer(p.Name), problem.DetailRequired)
 			}
 			continue
 		}
-		out[p.Name] = p.Schema.validate(v, value, path+platform.JSONPointer(p.Name))
+		out[p.Name] = p.Schema.validate(v, value, path+problem.JSONPointer(p.Name))
 	}
 	return out
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Audit actions of the routes (api-iam §6). Ours: openclaw.auth.accounts.create,
+// Audit actions of the routes. Ours: openclaw.auth.accounts.create,
 // openclaw.audit_events.list, authentication.session.read and the service-principal list/read.
 const (
 	ActionHealthLive              = "health.live"
@@ -51,7 +51,7 @@ var (
 	installationRead       = Permission{Action: iam.ActionRead, Kind: iam.KindInstallation, Target: TargetInstallation}
 	installationAdminister = Permission{Action: iam.ActionAdminister, Kind: iam.KindInstallation, Target: TargetInstallation}
 	pathNamespaceRead      = Permission{Action: iam.ActionRead, Kind: iam.KindNamespace, Target: TargetPathNamespace}
-	// policyAPI is what every Namespace IAM policy route checks (api-iam §2.5).
+	// policyAPI is what every Namespace IAM policy route checks.
 	policyAPI = []Permission{installationAdminister, pathNamespaceRead}
 )
 

@@ -11,7 +11,7 @@ import (
 )
 
 // The routes of Namespace-owned resources: Configurations, Secrets, ServiceAccounts, Agents,
-// revisions and deployments (api-iam §2.6–§2.9). They join routeTable in table.go.
+// revisions and deployments. They join routeTable in table.go.
 
 // Audit actions.
 const (

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Sign-in limiter defaults (api-iam §4.3): 10 failures a minute per email, 4,096 tracked emails.
+// Sign-in limiter defaults: 10 failures a minute per email, 4,096 tracked emails.
 const (
 	DefaultSignInFailures = 10
 	DefaultSignInWindow   = time.Minute

@@ -20,9 +20,9 @@ type ConfigurationRef struct {
 	ID          string
 }
 
-// ConfigurationDocument is the Configuration a Configuration Driver stores
-// (reference/drivers-config-obs.md §1.3). OCC owns the identity, kind, generation and bindings;
-// the driver stores them with the native document and returns them unchanged.
+// ConfigurationDocument is the Configuration a Configuration Driver stores. OCC owns the identity,
+// kind, generation and bindings; the driver stores them with the native document and returns them
+// unchanged.
 type ConfigurationDocument struct {
 	ID          string `json:"id"`
 	NamespaceID string `json:"namespaceId"`
@@ -42,7 +42,7 @@ func (d ConfigurationDocument) Ref() ConfigurationRef {
 	return ConfigurationRef{NamespaceID: d.NamespaceID, ID: d.ID}
 }
 
-// Configuration is the Configuration Driver contract (reference/drivers-config-obs.md §1.3). It
+// Configuration is the Configuration Driver contract. It
 // stores native Agent Configuration per Namespace; OCC owns ids, generations, authorization and
 // revision snapshots. Errors other than ErrConfigurationNotFound and *ConfigurationValueError are
 // dependency failures (the API answers 503).

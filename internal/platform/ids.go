@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Identifier prefixes (SPEC §2).
+// Identifier prefixes.
 const (
 	PrefixInstallation     = "ins"
 	PrefixNamespace        = "ns"

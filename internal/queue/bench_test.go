@@ -17,7 +17,7 @@ import (
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
-// Micro-benchmarks of the queue statements (anchors §4.3): claim, complete and renew, each on its
+// Micro-benchmarks of the queue statements: claim, complete and renew, each on its
 // own clone of the migrated template. Every work item is Namespace work in a Namespace of its own,
 // so each item is its own lane and a claim of k returns k rows. Besides ns/op they report the time
 // and the WAL per item. The WAL is the pg_current_wal_insert_lsn delta of the whole private

@@ -1,4 +1,4 @@
-// Package queue is the durable controller work queue (worker-lifecycle §2): enqueue inside the
+// Package queue is the durable controller work queue: enqueue inside the
 // caller's transaction, claim under a lease, and fenced transitions that publish only while the
 // claim is still owned. The SQL is in package store; this package gives it its meaning, its
 // errors and its options.
@@ -281,7 +281,7 @@ func (q *Queue) Complete(ctx context.Context, db store.DBTX, c Claim, code strin
 	return observe(ctx, "complete", code, w, err)
 }
 
-// DeferOptions shape a convergence wait (worker-lifecycle §2.4 defer).
+// DeferOptions shape a convergence wait.
 type DeferOptions struct {
 	Delay *time.Duration // nil: backoff of the refunded attempt
 	// SkipEvidence writes no evidence row (the caller knows the wait repeats); by default a row is
@@ -415,7 +415,8 @@ func SafeCode(s string) string {
 	return s
 }
 
-// Backoff is the full-jitter delay before attempt n+1: min(300 s, 1 s · 2^min(max(n−1, 0), 30)) · jitter.
+// Backoff is the full-jitter delay before attempt n+1: min(300 s, 1 s · 2^min(max(n−1, 0), 30)) ·
+// jitter.
 func Backoff(n int, jitter float64) time.Duration {
 	exp := min(max(n-1, 0), 30)
 	d := min(float64(MaxBackoff), float64(InitialBackoff)*float64(int64(1)<<exp))

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The SQL of the durable work queue (worker-lifecycle §2). Package queue gives it meaning; this
+// The SQL of the durable work queue. Package queue gives it meaning; this
 // file only speaks SQL. Every write after a claim is fenced by
 //
 //	state = 'claimed' AND claim_token = $token AND lease_expires_at > clock_timestamp()

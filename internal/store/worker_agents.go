@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The SQL of the worker's Agent passes (stop, delete, revision deploy; worker-lifecycle §3.5–§3.7).
+// The SQL of the worker's Agent passes (stop, delete, revision deploy).
 // Lock order in every finalization transaction: Namespace (LockNamespace), then Agent
 // (LockWorkerAgent).
 

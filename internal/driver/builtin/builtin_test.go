@@ -7,6 +7,7 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/builtin"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 func TestComputeImplementations(t *testing.T) {
@@ -38,7 +39,7 @@ func TestNewCompute(t *testing.T) {
 		}
 		var ce *driver.ConfigurationError
 		if _, err := builtin.NewCompute(impl, "x", map[string]any{"unknown": true}, driver.Environment{}); !errors.As(err, &ce) ||
-			ce.Details[0].Path != "/unknown" || ce.Details[0].Code != driver.DetailUnknownField {
+			ce.Details[0].Path != "/unknown" || ce.Details[0].Code != problem.DetailUnknownField {
 			t.Fatalf("NewCompute(%s) with an unknown option = %v", impl, err)
 		}
 	}
@@ -48,7 +49,7 @@ func TestNewCompute(t *testing.T) {
 	// kubernetes is selectable in production; its schema refuses an empty configuration.
 	var ce *driver.ConfigurationError
 	if _, err := builtin.NewCompute("kubernetes", "compute-kubernetes", map[string]any{}, driver.Environment{Production: true}); !errors.As(err, &ce) ||
-		ce.Details[0].Path != "/authentication" || ce.Details[0].Code != driver.DetailRequired {
+		ce.Details[0].Path != "/authentication" || ce.Details[0].Code != problem.DetailRequired {
 		t.Fatalf("NewCompute(kubernetes) with {} = %v", err)
 	}
 	c, err := builtin.DevelopmentCompute(driver.Environment{})
