@@ -21,6 +21,7 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/testkit/schematest"
 )
 
 const cfgTestDigest = "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -331,6 +332,18 @@ func TestParseQuantity(t *testing.T) {
 	if small.Cmp(big1) >= 0 || big1.Cmp(new(big.Rat).SetInt64(1<<30)) != 0 {
 		t.Error("quantity order")
 	}
+}
+
+// TestSchemasAgreeWithTheReferenceValidator checks the Compute and storage schemas against an
+// independent JSON Schema validator, from the valid example and each authentication mode.
+func TestSchemasAgreeWithTheReferenceValidator(t *testing.T) {
+	t.Parallel()
+	schematest.Agree(t, "kubernetes-compute", Schema(), cfgValidCompute(t))
+	schematest.Agree(t, "kubernetes-storage", StorageSchema("Kubernetes storage."),
+		map[string]any{"authentication": map[string]any{"mode": "inCluster"}},
+		map[string]any{"authentication": map[string]any{"mode": "kubeconfig", "kubeconfigPath": "/etc/occ/kubeconfig", "context": "prod"}},
+		map[string]any{"authentication": map[string]any{"mode": "tokenFile", "server": "https://kube.example:6443",
+			"tokenPath": "/var/run/secrets/token", "caPath": "/var/run/secrets/ca.crt"}})
 }
 
 func TestSchemaDocuments(t *testing.T) {
