@@ -15,6 +15,7 @@ import (
 
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 )
 
 // Request limits.
@@ -80,10 +81,10 @@ func readBody(r *http.Request, limit int64) ([]byte, *platform.Error) {
 // empty body is the empty object when the schema has no required member (routes without a body
 // accept nothing or {}), and a missing document otherwise. The result feeds a typed
 // json.Unmarshal.
-func decodeBody(schema *Schema, body []byte) (json.RawMessage, *platform.Error) {
+func decodeBody(s *schema.Schema, body []byte) (json.RawMessage, *platform.Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
-		if schema != nil && schema.hasRequired() {
+		if s != nil && hasRequired(s) {
 			return nil, platform.NewError(platform.CodeInvalidRequest, "A request body is required.",
 				problem.Detail{Path: "", Code: problem.DetailRequired})
 		}
@@ -92,13 +93,13 @@ func decodeBody(schema *Schema, body []byte) (json.RawMessage, *platform.Error) 
 	if perr != nil {
 		return nil, perr
 	}
-	if schema == nil {
-		schema = emptyBody
+	if s == nil {
+		s = emptyBody
 	}
-	v := &validation{}
-	normalized := schema.validate(v, value, "")
-	if len(v.details) > 0 {
-		return nil, platform.NewError(platform.CodeInvalidRequest, "The request is invalid.", v.details...)
+	v := &schema.Validation{}
+	normalized := s.Validate(v, value, "")
+	if len(v.Details) > 0 {
+		return nil, platform.NewError(platform.CodeInvalidRequest, "The request is invalid.", v.Details...)
 	}
 	out, err := json.Marshal(normalized)
 	if err != nil {
@@ -110,7 +111,7 @@ func decodeBody(schema *Schema, body []byte) (json.RawMessage, *platform.Error) 
 // emptyBody is the schema of routes that take no body: nothing, or exactly {}.
 var emptyBody = object()
 
-func (s *Schema) hasRequired() bool {
+func hasRequired(s *schema.Schema) bool {
 	for _, p := range s.Properties {
 		if p.Required {
 			return true
@@ -318,7 +319,7 @@ func itoa(i int) string {
 // decimal digits, never coerced from anything else.
 type QueryParam struct {
 	Name        string
-	Schema      *Schema // string or integer
+	Schema      *schema.Schema // string or integer
 	Description string
 }
 
@@ -332,7 +333,7 @@ func decodeQuery(raw string, params []QueryParam) (map[string]string, *platform.
 		return nil, platform.NewError(platform.CodeInvalidRequest, "The query string is malformed.",
 			problem.Detail{Path: "", Code: problem.DetailInvalidFormat})
 	}
-	v := &validation{}
+	v := &schema.Validation{}
 	out := map[string]string{}
 	names := make([]string, 0, len(values))
 	for k := range values {
@@ -343,28 +344,28 @@ func decodeQuery(raw string, params []QueryParam) (map[string]string, *platform.
 		path := problem.JSONPointer(k)
 		i := slices.IndexFunc(params, func(p QueryParam) bool { return p.Name == k })
 		if i < 0 {
-			v.add(path, problem.DetailUnknownField)
+			v.Add(path, problem.DetailUnknownField)
 			continue
 		}
 		vals := values[k]
 		if len(vals) != 1 {
-			v.add(path, problem.DetailInvalidType)
+			v.Add(path, problem.DetailInvalidType)
 			continue
 		}
 		s := params[i].Schema
-		if s.Type == typeInteger {
+		if s.Type == schema.TypeInteger {
 			if !decimalDigits.MatchString(vals[0]) {
-				v.add(path, problem.DetailInvalidType)
+				v.Add(path, problem.DetailInvalidType)
 				continue
 			}
-			s.validate(v, json.Number(vals[0]), path)
+			s.Validate(v, json.Number(vals[0]), path)
 		} else {
-			s.validate(v, vals[0], path)
+			s.Validate(v, vals[0], path)
 		}
 		out[k] = vals[0]
 	}
-	if len(v.details) > 0 {
-		return nil, platform.NewError(platform.CodeInvalidRequest, "The query string is invalid.", v.details...)
+	if len(v.Details) > 0 {
+		return nil, platform.NewError(platform.CodeInvalidRequest, "The query string is invalid.", v.Details...)
 	}
 	return out, nil
 }

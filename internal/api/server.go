@@ -23,6 +23,7 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -273,10 +274,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handle(ctx context.Context, c *call) error {
 	route, r := c.route, c.r
-	for name, schema := range route.PathParams {
-		v := &validation{}
-		schema.validate(v, c.params[name], "")
-		if len(v.details) > 0 {
+	for name, param := range route.PathParams {
+		v := &schema.Validation{}
+		param.Validate(v, c.params[name], "")
+		if len(v.Details) > 0 {
 			return platform.NotFound("The resource does not exist.")
 		}
 	}

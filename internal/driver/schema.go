@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 )
 
 // ConfigurationError is a driver configuration that fails its schema or semantic validation.
@@ -440,7 +441,8 @@ const maxSafeInteger = 1<<53 - 1
 
 // IntegerValue returns v as an int64 when it is an integer value of any Go numeric type that a
 // YAML or JSON decoder produces (including whole float64 and json.Number) within the safe-integer
-// range.
+// range. A json.Number is judged on its digits, as the request schemas judge it (1.0 and 1e2 are
+// integers, 4.0000000000000000001 is not).
 func IntegerValue(v any) (int64, bool) {
 	var n int64
 	switch x := v.(type) {
@@ -478,13 +480,9 @@ func IntegerValue(v any) (int64, bool) {
 		}
 		n = int64(x)
 	case json.Number:
-		i, err := x.Int64()
-		if err != nil {
-			f, ferr := x.Float64()
-			if ferr != nil {
-				return 0, false
-			}
-			return IntegerValue(f)
+		i, class := schema.IntegerLiteral(string(x))
+		if class != schema.IsInteger {
+			return 0, false
 		}
 		n = i
 	default:

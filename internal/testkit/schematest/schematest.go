@@ -7,7 +7,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,7 +114,7 @@ func mutations(doc any, path string) []mutation {
 		added := clone(v).(map[string]any)
 		added["zzUnknownMember"] = true
 		out = append(out, mutation{"unknown member at " + at(path), added, true})
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			p := path + "/" + k
 			removed := clone(v).(map[string]any)
 			delete(removed, k)
@@ -196,15 +197,6 @@ func clone(v any) any {
 		return l
 	}
 	return v
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // short is the start of err's text: a refusal of a long string would repeat it whole.
