@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // ConfigurationKindAgent is the only Configuration kind.
@@ -65,12 +67,10 @@ type Configuration interface {
 	Delete(ctx context.Context, ref ConfigurationRef) error
 }
 
-// ConfigurationValueError is a Configuration the backend cannot represent. Path is a JSON Pointer
-// inside values; Code one of the Detail* codes; Message a fixed sentence without the value.
+// ConfigurationValueError is a Configuration the backend cannot represent: one detail whose Path
+// is a JSON Pointer inside values and whose Message is a fixed sentence without the value.
 type ConfigurationValueError struct {
-	Path    string
-	Code    string
-	Message string
+	problem.Detail
 }
 
 func (e *ConfigurationValueError) Error() string {

@@ -69,14 +69,14 @@ func (c *Configurations) location(ref driver.ConfigurationRef) (dir, name string
 func (c *Configurations) Validate(_ context.Context, doc driver.ConfigurationDocument) error {
 	trimmed := bytes.TrimSpace(doc.Values)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
-		return &driver.ConfigurationValueError{Path: "", Code: problem.DetailInvalidType, Message: "The values must be a JSON object."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailInvalidType, Message: "The values must be a JSON object."}}
 	}
 	data, err := encode(doc)
 	if err != nil {
-		return &driver.ConfigurationValueError{Path: "", Code: problem.DetailInvalidValue, Message: "The values cannot be stored."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailInvalidValue, Message: "The values cannot be stored."}}
 	}
 	if len(data) > MaxConfigurationBytes {
-		return &driver.ConfigurationValueError{Path: "", Code: problem.DetailTooLong, Message: "The Configuration is larger than 1 MiB."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailTooLong, Message: "The Configuration is larger than 1 MiB."}}
 	}
 	return nil
 }

@@ -140,17 +140,17 @@ func encodeConfiguration(doc driver.ConfigurationDocument) ([]byte, error) {
 func (c *Configurations) Validate(_ context.Context, doc driver.ConfigurationDocument) error {
 	trimmed := bytes.TrimSpace(doc.Values)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
-		return &driver.ConfigurationValueError{Path: "", Code: problem.DetailInvalidType, Message: "The values must be a JSON object."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailInvalidType, Message: "The values must be a JSON object."}}
 	}
 	if len(doc.SecretBindings) > 0 && !json.Valid(doc.SecretBindings) {
-		return &driver.ConfigurationValueError{Path: "", Code: problem.DetailInvalidValue, Message: "The Secret bindings cannot be stored."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailInvalidValue, Message: "The Secret bindings cannot be stored."}}
 	}
 	data, err := encodeConfiguration(doc)
 	if err != nil {
-		return &driver.ConfigurationValueError{Path: "", Code: problem.DetailInvalidValue, Message: "The values cannot be stored."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailInvalidValue, Message: "The values cannot be stored."}}
 	}
 	if len(data) >= maxConfigMapData {
-		return &driver.ConfigurationValueError{Path: "", Code: problem.DetailTooLong, Message: "The Configuration must be smaller than 1 MiB to fit in a ConfigMap."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailTooLong, Message: "The Configuration must be smaller than 1 MiB to fit in a ConfigMap."}}
 	}
 	return nil
 }
