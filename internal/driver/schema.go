@@ -302,7 +302,7 @@ func validateValue(at string, p Property, v any, out *[]problem.Detail) {
 			return
 		}
 		if len(p.Enum) > 0 && !contains(p.Enum, s) {
-			add(problem.DetailInvalidValue, "Must be one of: "+strings.Join(p.Enum, ", ")+".")
+			add(problem.DetailInvalidValue, schema.EnumMessage(p.Enum))
 			return
 		}
 	case TypeInteger:

@@ -108,9 +108,12 @@ type Validation struct {
 }
 
 // Add records one detail, unless v is full.
-func (v *Validation) Add(path, code string) {
+func (v *Validation) Add(path, code string) { v.AddMessage(path, code, "") }
+
+// AddMessage records one detail with a fixed message, unless v is full.
+func (v *Validation) AddMessage(path, code, message string) {
 	if len(v.Details) < problem.MaxDetails {
-		v.Details = append(v.Details, problem.Detail{Path: path, Code: code})
+		v.Details = append(v.Details, problem.Detail{Path: path, Code: code, Message: message})
 	}
 }
 
@@ -176,7 +179,7 @@ func (s *Schema) Validate(v *Validation, value any, path string) any {
 		case n < s.MinLength:
 			v.Add(path, problem.DetailInvalidValue)
 		case s.Enum != nil && !slices.Contains(s.Enum, str):
-			v.Add(path, problem.DetailInvalidValue)
+			v.AddMessage(path, problem.DetailInvalidValue, EnumMessage(s.Enum))
 		case s.re != nil && !s.re.MatchString(str):
 			v.Add(path, problem.DetailInvalidFormat)
 		case s.Format != nil && !s.Format.Check(str):
@@ -210,6 +213,14 @@ func (s *Schema) Validate(v *Validation, value any, path string) any {
 	}
 	v.Add(path, problem.DetailInvalidType)
 	return value
+}
+
+// EnumMessage is the fixed message of a value outside values: it lists them.
+func EnumMessage(values []string) string {
+	if len(values) == 0 {
+		return "No value is accepted."
+	}
+	return "Must be one of: " + strings.Join(values, ", ") + "."
 }
 
 func (s *Schema) validateObject(v *Validation, obj map[string]any, path string) any {

@@ -1,6 +1,10 @@
 package schema
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/openclaw/occ/internal/problem"
+)
 
 func TestIntegerValue(t *testing.T) {
 	t.Parallel()
@@ -19,5 +23,20 @@ func TestIntegerValue(t *testing.T) {
 		if n != want.n || class != want.class {
 			t.Errorf("%s: %d %d, want %d %d", lit, n, class, want.n, want.class)
 		}
+	}
+}
+
+func TestEnumRefusalListsTheAllowedValues(t *testing.T) {
+	t.Parallel()
+	s := Object(Required("mode", Enum("inCluster", "kubeconfig")), Optional("none", Nullable(&Schema{Type: TypeString, Enum: []string{}})))
+	s.Prepare()
+	v := &Validation{}
+	s.Validate(v, map[string]any{"mode": "token", "none": "x"}, "")
+	want := []problem.Detail{
+		{Path: "/mode", Code: problem.DetailInvalidValue, Message: "Must be one of: inCluster, kubeconfig."},
+		{Path: "/none", Code: problem.DetailInvalidValue, Message: "No value is accepted."},
+	}
+	if len(v.Details) != len(want) || v.Details[0] != want[0] || v.Details[1] != want[1] {
+		t.Fatalf("details = %v, want %v", v.Details, want)
 	}
 }
