@@ -1,7 +1,7 @@
 package main_test
 
 // The chaos test: the real binaries under SIGKILL, SIGSTOP, terminated backends and a PostgreSQL
-// restart, checked by the history checker of internal/testkit/chaos (reference/anchors.md §5).
+// restart, checked by the history checker of internal/testkit/chaos.
 
 import (
 	"bytes"
@@ -250,7 +250,8 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 		configs[ns] = data(body)["id"].(string)
 	}
 
-	// Admission snapshots: every work row that ever existed, even if its Agent's deletion removed it.
+	// Admission snapshots: every work row that ever existed, even if its Agent's deletion removed
+	// it.
 	stopSnap := make(chan struct{})
 	snapDone := make(chan struct{})
 	go func() {

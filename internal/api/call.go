@@ -12,6 +12,7 @@ import (
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -86,7 +87,7 @@ func (c *call) bind(tx pgx.Tx) {
 func (c *call) decode(v any) error {
 	if err := json.Unmarshal(c.body, v); err != nil {
 		return platform.NewError(platform.CodeInvalidRequest, "The request is invalid.",
-			platform.Detail{Path: "", Code: platform.DetailInvalidType})
+			problem.Detail{Path: "", Code: problem.DetailInvalidType})
 	}
 	return nil
 }

@@ -14,9 +14,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 )
 
-// Request limits (drivers-config-obs §6.6).
+// Request limits.
 const (
 	// DefaultBodyLimit bounds a request body unless the route sets its own.
 	DefaultBodyLimit = 64 << 10
@@ -26,7 +28,7 @@ const (
 
 var (
 	errBadJSON = platform.NewError(platform.CodeInvalidRequest, "The request body is not valid JSON.",
-		platform.Detail{Path: "", Code: platform.DetailInvalidFormat})
+		problem.Detail{Path: "", Code: problem.DetailInvalidFormat})
 	errTooLarge         = platform.NewError(platform.CodePayloadTooLarge, "The request body is too large.")
 	errUnsupportedMedia = platform.NewError(platform.CodeUnsupportedMediaType, "The request body must be application/json.")
 )
@@ -79,25 +81,25 @@ func readBody(r *http.Request, limit int64) ([]byte, *platform.Error) {
 // empty body is the empty object when the schema has no required member (routes without a body
 // accept nothing or {}), and a missing document otherwise. The result feeds a typed
 // json.Unmarshal.
-func decodeBody(schema *Schema, body []byte) (json.RawMessage, *platform.Error) {
+func decodeBody(s *schema.Schema, body []byte) (json.RawMessage, *platform.Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
-		if schema != nil && schema.hasRequired() {
+		if s != nil && hasRequired(s) {
 			return nil, platform.NewError(platform.CodeInvalidRequest, "A request body is required.",
-				platform.Detail{Path: "", Code: platform.DetailRequired})
+				problem.Detail{Path: "", Code: problem.DetailRequired})
 		}
 	}
 	value, perr := decodeJSON(body)
 	if perr != nil {
 		return nil, perr
 	}
-	if schema == nil {
-		schema = emptyBody
+	if s == nil {
+		s = emptyBody
 	}
-	v := &validation{}
-	normalized := schema.validate(v, value, "")
-	if len(v.details) > 0 {
-		return nil, platform.NewError(platform.CodeInvalidRequest, "The request is invalid.", v.details...)
+	v := &schema.Validation{}
+	normalized := s.Validate(v, value, "")
+	if len(v.Details) > 0 {
+		return nil, platform.NewError(platform.CodeInvalidRequest, "The request is invalid.", v.Details...)
 	}
 	out, err := json.Marshal(normalized)
 	if err != nil {
@@ -109,7 +111,7 @@ func decodeBody(schema *Schema, body []byte) (json.RawMessage, *platform.Error) 
 // emptyBody is the schema of routes that take no body: nothing, or exactly {}.
 var emptyBody = object()
 
-func (s *Schema) hasRequired() bool {
+func hasRequired(s *schema.Schema) bool {
 	for _, p := range s.Properties {
 		if p.Required {
 			return true
@@ -144,7 +146,7 @@ func decodeJSON(data []byte) (any, *platform.Error) {
 
 type jsonDecoder struct {
 	dec      *json.Decoder
-	problems []platform.Detail
+	problems []problem.Detail
 }
 
 var (
@@ -167,7 +169,7 @@ func (d *jsonDecoder) value(tok json.Token, path string, depth int) (any, error)
 	switch t := tok.(type) {
 	case json.Delim:
 		if depth+1 > MaxJSONDepth {
-			d.problems = []platform.Detail{{Path: path, Code: platform.DetailTooDeep}}
+			d.problems = []problem.Detail{{Path: path, Code: problem.DetailTooDeep}}
 			return nil, errTooDeep
 		}
 		switch t {
@@ -182,9 +184,9 @@ func (d *jsonDecoder) value(tok json.Token, path string, depth int) (any, error)
 				if !ok {
 					return nil, errSyntax
 				}
-				memberPath := path + platform.JSONPointer(key)
+				memberPath := path + problem.JSONPointer(key)
 				if _, dup := obj[key]; dup {
-					d.problems = []platform.Detail{{Path: memberPath, Code: platform.DetailInvalidFormat}}
+					d.problems = []problem.Detail{{Path: memberPath, Code: problem.DetailInvalidFormat}}
 					return nil, errDuplicate
 				}
 				next, err := d.dec.Token()
@@ -317,7 +319,7 @@ func itoa(i int) string {
 // decimal digits, never coerced from anything else.
 type QueryParam struct {
 	Name        string
-	Schema      *Schema // string or integer
+	Schema      *schema.Schema // string or integer
 	Description string
 }
 
@@ -329,9 +331,9 @@ func decodeQuery(raw string, params []QueryParam) (map[string]string, *platform.
 	values, err := url.ParseQuery(raw)
 	if err != nil {
 		return nil, platform.NewError(platform.CodeInvalidRequest, "The query string is malformed.",
-			platform.Detail{Path: "", Code: platform.DetailInvalidFormat})
+			problem.Detail{Path: "", Code: problem.DetailInvalidFormat})
 	}
-	v := &validation{}
+	v := &schema.Validation{}
 	out := map[string]string{}
 	names := make([]string, 0, len(values))
 	for k := range values {
@@ -339,37 +341,37 @@ func decodeQuery(raw string, params []QueryParam) (map[string]string, *platform.
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		path := platform.JSONPointer(k)
+		path := problem.JSONPointer(k)
 		i := slices.IndexFunc(params, func(p QueryParam) bool { return p.Name == k })
 		if i < 0 {
-			v.add(path, platform.DetailUnknownField)
+			v.Add(path, problem.DetailUnknownField)
 			continue
 		}
 		vals := values[k]
 		if len(vals) != 1 {
-			v.add(path, platform.DetailInvalidType)
+			v.Add(path, problem.DetailInvalidType)
 			continue
 		}
 		// Query values are text: invalid UTF-8 and control characters are never a valid filter,
 		// and must not reach the database.
 		if !printableText(vals[0]) {
-			v.add(path, platform.DetailInvalidFormat)
+			v.Add(path, problem.DetailInvalidFormat)
 			continue
 		}
 		s := params[i].Schema
-		if s.Type == typeInteger {
+		if s.Type == schema.TypeInteger {
 			if !decimalDigits.MatchString(vals[0]) {
-				v.add(path, platform.DetailInvalidType)
+				v.Add(path, problem.DetailInvalidType)
 				continue
 			}
-			s.validate(v, json.Number(vals[0]), path)
+			s.Validate(v, json.Number(vals[0]), path)
 		} else {
-			s.validate(v, vals[0], path)
+			s.Validate(v, vals[0], path)
 		}
 		out[k] = vals[0]
 	}
-	if len(v.details) > 0 {
-		return nil, platform.NewError(platform.CodeInvalidRequest, "The query string is invalid.", v.details...)
+	if len(v.Details) > 0 {
+		return nil, platform.NewError(platform.CodeInvalidRequest, "The query string is invalid.", v.Details...)
 	}
 	return out, nil
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// TestDeploymentStatus projects the work row and its latest evidence (worker-lifecycle §1.5).
+// TestDeploymentStatus projects the work row and its latest evidence.
 func TestDeploymentStatus(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -10,11 +10,12 @@ import (
 
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Agents (api-iam §1.7, §2.9; worker-lifecycle §1.3). An Agent is created stopped with its own
+// Agents. An Agent is created stopped with its own
 // ServicePrincipal; deploy admits an immutable revision; stop and delete queue Agent work. Plugins,
 // credential sources, repositories, workspace files and Backends are not part of this release: the
 // closed request schemas refuse them (backendId only as null).
@@ -83,38 +84,38 @@ func (s *Server) harnessAuthInput(ctx context.Context, c *call, raw json.RawMess
 	}
 	var ha platform.HarnessAuth
 	if err := json.Unmarshal(raw, &ha); err != nil {
-		return nil, platform.Invalid("The harnessAuth is invalid.", "/harnessAuth", platform.DetailInvalidType)
+		return nil, platform.Invalid("The harnessAuth is invalid.", "/harnessAuth", problem.DetailInvalidType)
 	}
 	src := ha.Source
 	switch ha.Method {
 	case platform.HarnessAuthRuntime:
 		if src != nil {
-			return nil, platform.Invalid("The runtime method takes no source.", "/harnessAuth/source", platform.DetailUnknownField)
+			return nil, platform.Invalid("The runtime method takes no source.", "/harnessAuth/source", problem.DetailUnknownField)
 		}
 		return &ha, nil
 	case platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT:
 		if src == nil {
-			return nil, platform.Invalid("This method needs a source.", "/harnessAuth/source", platform.DetailRequired)
+			return nil, platform.Invalid("This method needs a source.", "/harnessAuth/source", problem.DetailRequired)
 		}
 	default:
-		return nil, platform.Invalid("The method is not supported.", "/harnessAuth/method", platform.DetailInvalidValue)
+		return nil, platform.Invalid("The method is not supported.", "/harnessAuth/method", problem.DetailInvalidValue)
 	}
 	allowSA := ha.Method == platform.HarnessAuthCodexPAT
 	switch {
 	case src.Kind == platform.RefKindSecret:
 	case src.Kind == platform.RefKindServiceAccount && allowSA:
 	default:
-		return nil, platform.Invalid("This method cannot use that kind of source.", "/harnessAuth/source/kind", platform.DetailInvalidValue)
+		return nil, platform.Invalid("This method cannot use that kind of source.", "/harnessAuth/source/kind", problem.DetailInvalidValue)
 	}
 	if src.NamespaceID != c.namespace.ID {
-		return nil, platform.Invalid("The source must be in this Namespace.", "/harnessAuth/source/namespaceId", platform.DetailInvalidValue)
+		return nil, platform.Invalid("The source must be in this Namespace.", "/harnessAuth/source/namespaceId", problem.DetailInvalidValue)
 	}
 	prefix := platform.PrefixSecret
 	if src.Kind == platform.RefKindServiceAccount {
 		prefix = platform.PrefixServiceAccount
 	}
 	if !platform.ValidID(prefix, src.ID) {
-		return nil, platform.Invalid("The source id is malformed.", "/harnessAuth/source/id", platform.DetailInvalidFormat)
+		return nil, platform.Invalid("The source id is malformed.", "/harnessAuth/source/id", problem.DetailInvalidFormat)
 	}
 	var err error
 	if src.Kind == platform.RefKindSecret {
@@ -347,7 +348,7 @@ func enqueue(ctx context.Context, c *call, w queue.EnqueueWork) error {
 // deleteAgent: status deleting, desired stopped and the deduplicating teardown work, in one
 // transaction. While deleting it is repeat-safe; after a failed teardown the initiator's repeat
 // requeues it, and another permitted caller takes it over only once the initiator lost
-// agent:delete (worker-lifecycle §1.3).
+// agent:delete.
 func (s *Server) deleteAgent(ctx context.Context, c *call) error {
 	a, err := s.pathAgent(ctx, c, iam.ActionDelete, store.LockUpdate)
 	if err != nil {

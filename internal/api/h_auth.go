@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -50,7 +51,7 @@ func (s *Server) signIn(ctx context.Context, c *call) error {
 	}
 	email := normalizeEmail(b.Email)
 	if !validEmail(email) {
-		return platform.Invalid("The email is not valid.", "/email", platform.DetailInvalidFormat)
+		return platform.Invalid("The email is not valid.", "/email", problem.DetailInvalidFormat)
 	}
 	client, _ := s.clientAddress(c.r)
 	attempt, retryAfter, err := s.acquireSignIn(ctx, email, client)
@@ -59,7 +60,7 @@ func (s *Server) signIn(ctx context.Context, c *call) error {
 	}
 	if attempt == nil {
 		s.log.Warn("authentication.sign-in-limited", "requestId", c.requestID, "code", platform.CodeRateLimited)
-		return &platform.Error{Code: platform.CodeRateLimited, Message: "Too many failed sign-ins. Try again later.", RetryAfter: retryAfter}
+		return &platform.Error{Problem: problem.Problem{Code: platform.CodeRateLimited, Message: "Too many failed sign-ins. Try again later."}, RetryAfter: retryAfter}
 	}
 	login, err := s.passwordLogin(ctx, email)
 	found := err == nil
@@ -204,7 +205,7 @@ func (s *Server) createAccount(ctx context.Context, c *call) error {
 	}
 	email := normalizeEmail(b.Email)
 	if !validEmail(email) {
-		return platform.Invalid("The email is not valid.", "/email", platform.DetailInvalidFormat)
+		return platform.Invalid("The email is not valid.", "/email", problem.DetailInvalidFormat)
 	}
 	if b.GitHub != nil {
 		return platform.Conflict("GitHub sign-in is not configured.")
@@ -214,13 +215,13 @@ func (s *Server) createAccount(ctx context.Context, c *call) error {
 		name = *b.Name
 	}
 	if !platform.ValidName(name) {
-		return platform.Invalid("The name is not valid.", "/name", platform.DetailInvalidFormat)
+		return platform.Invalid("The name is not valid.", "/name", problem.DetailInvalidFormat)
 	}
 	var role *store.IAMRole
 	if b.RoleID != nil {
 		r, err := store.GetRole(ctx, c.tx, *b.RoleID)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && r.NamespaceID != nil) {
-			return platform.Invalid("The Role is not an Installation Role.", "/roleId", platform.DetailInvalidValue)
+			return platform.Invalid("The Role is not an Installation Role.", "/roleId", problem.DetailInvalidValue)
 		} else if err != nil {
 			return platform.Unavailable(err)
 		}
@@ -290,17 +291,17 @@ func (s *Server) issueServiceKey(ctx context.Context, c *call) error {
 	}
 	target, err := store.GetIdentity(ctx, c.tx, b.ServicePrincipalID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (target.Kind != iam.IdentityKindServicePrincipal || target.AgentID != nil)) {
-		return platform.Invalid("The ServicePrincipal does not exist or cannot hold keys.", "/servicePrincipalId", platform.DetailInvalidValue)
+		return platform.Invalid("The ServicePrincipal does not exist or cannot hold keys.", "/servicePrincipalId", problem.DetailInvalidValue)
 	} else if err != nil {
 		return platform.Unavailable(err)
 	}
 	if !sameScope(target.NamespaceID, b.NamespaceID) {
-		return platform.Invalid("The namespaceId must be the ServicePrincipal's Namespace.", "/namespaceId", platform.DetailInvalidValue)
+		return platform.Invalid("The namespaceId must be the ServicePrincipal's Namespace.", "/namespaceId", problem.DetailInvalidValue)
 	}
 	if b.NamespaceID != nil {
 		ns, err := store.GetNamespace(ctx, c.tx, *b.NamespaceID, store.LockShare)
 		if errors.Is(err, store.ErrNotFound) {
-			return platform.Invalid("The Namespace does not exist.", "/namespaceId", platform.DetailInvalidValue)
+			return platform.Invalid("The Namespace does not exist.", "/namespaceId", problem.DetailInvalidValue)
 		} else if err != nil {
 			return platform.Unavailable(err)
 		}
@@ -366,7 +367,7 @@ func (s *Server) revokeServiceKey(ctx context.Context, c *call) error {
 	return nil
 }
 
-// checkCoverage applies the identity-coverage rule (api-iam §3.10): the caller may delegate to
+// checkCoverage applies the identity-coverage rule: the caller may delegate to
 // target only if it holds every grant target holds. Failure is an audited 403.
 func (s *Server) checkCoverage(ctx context.Context, c *call, targetID string) error {
 	covers, err := c.iam.CoversIdentityAccess(ctx, c.identity.ID, targetID)

@@ -13,13 +13,15 @@ import (
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/signin"
 	"github.com/openclaw/occ/internal/store"
 )
 
 // External sign-in: start stores a short-lived attempt bound to the browser by a cookie, the
 // provider's callback consumes it once before the code exchange, and the starting tab trades the
-// callback's receipt for the session key. An identity signs in only if an administrator attached it.
+// callback's receipt for the session key. An identity signs in only if an administrator attached
+// it.
 
 // Console paths the callback returns to.
 const (
@@ -95,7 +97,7 @@ func (s *Server) admitStep(ctx context.Context, c *call, bucket, cookieName stri
 	key, hashed := s.budgetKeyOf(c, cookieName)
 	leave, ok := s.signInState.gates[bucket].enter(key)
 	if !ok {
-		return nil, &platform.Error{Code: platform.CodeRateLimited, Message: "Too many sign-ins in progress. Try again later.", RetryAfter: 1e9}
+		return nil, &platform.Error{Problem: problem.Problem{Code: platform.CodeRateLimited, Message: "Too many sign-ins in progress. Try again later."}, RetryAfter: 1e9}
 	}
 	if hashed != nil {
 		if err := s.spend(ctx, bucket, hashed, signInPerMinute); err != nil {

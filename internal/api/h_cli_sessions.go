@@ -11,6 +11,7 @@ import (
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -279,8 +280,7 @@ func (s *Server) typedCode(ctx context.Context, c *call, typed string) (string, 
 			return "", false, platform.Unavailable(err)
 		}
 		if hits >= cliWrongCodesPerMinute {
-			return "", false, &platform.Error{Code: platform.CodeRateLimited, Message: "Too many wrong codes. Try again later.",
-				RetryAfter: time.Duration(retry) * time.Second}
+			return "", false, &platform.Error{Problem: problem.Problem{Code: platform.CodeRateLimited, Message: "Too many wrong codes. Try again later."}, RetryAfter: time.Duration(retry) * time.Second}
 		}
 	}
 	code, ok := auth.NormalizeUserCode(typed)

@@ -12,10 +12,11 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Configurations (api-iam §1.4, §2.6). The database keeps id, kind, generation and bindings; the
+// Configurations. The database keeps id, kind, generation and bindings; the
 // values live in the Configuration Driver. A driver write happens inside the route's transaction
 // and is compensated when the transaction does not commit; a driver delete waits for the commit.
 
@@ -58,7 +59,7 @@ func (s *Server) configurations() (driver.Configuration, error) {
 // (404), and the caller's secret:operate on each bound Secret (403). It returns the bindings with
 // their delivery defaulted.
 func (s *Server) admitConfigurationInput(ctx context.Context, c *call, b configurationInput, bindings map[string]platform.SecretBinding) (map[string]platform.SecretBinding, error) {
-	var details []platform.Detail
+	var details []problem.Detail
 	names := make([]string, 0, len(bindings))
 	for name := range bindings {
 		names = append(names, name)
@@ -67,7 +68,7 @@ func (s *Server) admitConfigurationInput(ctx context.Context, c *call, b configu
 	refs := map[string]platform.Ref{}
 	for _, name := range names {
 		if platform.ReservedEnvName(name) {
-			details = append(details, platform.Detail{Path: "/secretBindings" + platform.JSONPointer(name), Code: platform.DetailInvalidValue})
+			details = append(details, problem.Detail{Path: "/secretBindings" + problem.JSONPointer(name), Code: problem.DetailInvalidValue})
 			continue
 		}
 		binding := bindings[name]
@@ -75,14 +76,14 @@ func (s *Server) admitConfigurationInput(ctx context.Context, c *call, b configu
 			binding.Delivery.Type = platform.SecretDeliveryEnv
 			bindings[name] = binding
 		}
-		refs["/secretBindings"+platform.JSONPointer(name)+"/source"] = binding.Source
+		refs["/secretBindings"+problem.JSONPointer(name)+"/source"] = binding.Source
 	}
 	if len(details) > 0 {
 		return nil, platform.NewError(platform.CodeInvalidRequest, "A secretBindings name is reserved for the runtime.", details...)
 	}
 	var values map[string]any
 	if err := json.Unmarshal(b.Values, &values); err != nil {
-		return nil, platform.Invalid("The values must be a JSON object.", "/values", platform.DetailInvalidType)
+		return nil, platform.Invalid("The values must be a JSON object.", "/values", problem.DetailInvalidType)
 	}
 	if d := platform.ValidateConfigurationValues(values, "/values"); len(d) > 0 {
 		return nil, platform.NewError(platform.CodeInvalidRequest, "A model provider's baseUrl or api is invalid.", d...)

@@ -15,7 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Deploy, revisions and deployment status (api-iam §1.8, §2.9; worker-lifecycle §1.4, §1.5).
+// Deploy, revisions and deployment status.
 
 type revisionView struct {
 	ID                      string                            `json:"id"`
@@ -261,8 +261,7 @@ type deploymentWarning struct {
 	PluginID string `json:"pluginId"`
 }
 
-// getDeployment projects the revision's work row and its latest evidence into a status
-// (worker-lifecycle §1.5).
+// getDeployment projects the revision's work row and its latest evidence into a status.
 func (s *Server) getDeployment(ctx context.Context, c *call) error {
 	rev, err := s.pathRevision(ctx, c, "deploymentId")
 	if err != nil {
@@ -298,7 +297,8 @@ func (s *Server) getDeployment(ctx context.Context, c *call) error {
 	return nil
 }
 
-// projectDeployment is the status table of worker-lifecycle §1.5 (progress without lastAttempt).
+// projectDeployment is the deployment status table of docs/worker.md (progress without
+// lastAttempt).
 func projectDeployment(w store.WorkRecord, now time.Time) (string, *deploymentProgress, *deploymentError, []deploymentWarning) {
 	warnings := []deploymentWarning{}
 	reason := ""

@@ -10,10 +10,11 @@ import (
 
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/store"
 )
 
-// The Namespace IAM policy API (api-iam §2.5, §3.4, §3.5). Every route has already checked
+// The Namespace IAM policy API. Every route has already checked
 // installation:administer and exact namespace:read and holds the path Namespace (FOR SHARE on
 // writes, so a concurrent deletion serializes with them).
 
@@ -231,7 +232,7 @@ type createBindingBody struct {
 	RuntimeRole  *string `json:"runtimeRole"`
 }
 
-// createBinding applies the creation rules of api-iam §3.5 in order: the subject, the Role, the
+// createBinding applies the creation rules of an AccessBinding in order: the subject, the Role, the
 // target, the Role/target fit, the caller's read on the exact target, the runtime role; then the
 // binding and its audit event commit together.
 func (s *Server) createBinding(ctx context.Context, c *call) error {
@@ -246,34 +247,34 @@ func (s *Server) createBinding(ctx context.Context, c *call) error {
 	// 1. The subject: a human Principal, a non-Agent ServicePrincipal of this Namespace, or the
 	// ServicePrincipal of a live Agent of this Namespace.
 	if b.SubjectKind != iam.SubjectKindIdentity {
-		return platform.Invalid("Only identities can be bound through the API.", "/subjectKind", platform.DetailInvalidValue)
+		return platform.Invalid("Only identities can be bound through the API.", "/subjectKind", problem.DetailInvalidValue)
 	}
 	subject, err := store.GetIdentity(ctx, c.tx, b.SubjectID)
 	if errors.Is(err, store.ErrNotFound) {
-		return platform.Invalid("The subject is not an identity of this Namespace.", "/subjectId", platform.DetailInvalidValue)
+		return platform.Invalid("The subject is not an identity of this Namespace.", "/subjectId", problem.DetailInvalidValue)
 	} else if err != nil {
 		return platform.Unavailable(err)
 	}
 	if ok, err := s.bindableSubject(ctx, c, subject); err != nil {
 		return err
 	} else if !ok {
-		return platform.Invalid("The subject is not an identity of this Namespace.", "/subjectId", platform.DetailInvalidValue)
+		return platform.Invalid("The subject is not an identity of this Namespace.", "/subjectId", problem.DetailInvalidValue)
 	}
 	// 2. The Role belongs to this Namespace.
 	role, err := store.GetRole(ctx, c.tx, b.RoleID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (role.NamespaceID == nil || *role.NamespaceID != ns)) {
-		return platform.Invalid("The Role is not a Role of this Namespace.", "/roleId", platform.DetailInvalidValue)
+		return platform.Invalid("The Role is not a Role of this Namespace.", "/roleId", problem.DetailInvalidValue)
 	} else if err != nil {
 		return platform.Unavailable(err)
 	}
 	// 3. The target exists in this Namespace and is not being deleted.
 	if !slices.Contains(platform.BindingTargetKinds, b.ResourceKind) {
-		return platform.Invalid("This resource kind cannot be bound in a Namespace.", "/resourceKind", platform.DetailInvalidValue)
+		return platform.Invalid("This resource kind cannot be bound in a Namespace.", "/resourceKind", problem.DetailInvalidValue)
 	}
 	if ok, err := s.bindableTarget(ctx, c, b.ResourceKind, b.ResourceID); err != nil {
 		return err
 	} else if !ok {
-		return platform.Invalid("The target does not exist in this Namespace.", "/resourceId", platform.DetailInvalidValue)
+		return platform.Invalid("The target does not exist in this Namespace.", "/resourceId", problem.DetailInvalidValue)
 	}
 	// 4. The Role grants something on the target's kind and no create (create is checked on the
 	// collection, so an exact binding could never convey it).
@@ -281,14 +282,14 @@ func (s *Server) createBinding(ctx context.Context, c *call) error {
 	fits := false
 	for _, p := range perms {
 		if p.Action == iam.ActionCreate {
-			return platform.Invalid("A Role with a create permission cannot be bound to one resource.", "/roleId", platform.DetailInvalidValue)
+			return platform.Invalid("A Role with a create permission cannot be bound to one resource.", "/roleId", problem.DetailInvalidValue)
 		}
 		if p.ResourceKind == b.ResourceKind {
 			fits = true
 		}
 	}
 	if !fits {
-		return platform.Invalid("The Role grants nothing on the target's kind.", "/roleId", platform.DetailInvalidValue)
+		return platform.Invalid("The Role grants nothing on the target's kind.", "/roleId", problem.DetailInvalidValue)
 	}
 	// 5. The caller reads the exact target.
 	target := iam.Resource{Kind: b.ResourceKind, ID: b.ResourceID, NamespaceID: &ns}
@@ -299,7 +300,7 @@ func (s *Server) createBinding(ctx context.Context, c *call) error {
 	if b.RuntimeRole != nil {
 		if subject.Kind != iam.IdentityKindPrincipal || b.ResourceKind != iam.KindAgent ||
 			!slices.Contains(perms, iam.Permission{Action: iam.ActionUse, ResourceKind: iam.KindAgent}) {
-			return platform.Invalid("A runtime role needs a person, an Agent target and a Role with agent:use.", "/runtimeRole", platform.DetailInvalidValue)
+			return platform.Invalid("A runtime role needs a person, an Agent target and a Role with agent:use.", "/runtimeRole", problem.DetailInvalidValue)
 		}
 	}
 	// 7. One transaction: the binding and its audit event. The store's unique indexes decide the
@@ -329,9 +330,9 @@ func bindingRefusal(err error) error {
 	case store.RefusedBy(err, store.ConstraintOneRuntimeRole):
 		return platform.Conflict("This person already has a runtime role on this Agent.")
 	case store.RefusedBy(err, store.ConstraintBindingRole):
-		return platform.Invalid("The Role is not a Role of this Namespace.", "/roleId", platform.DetailInvalidValue)
+		return platform.Invalid("The Role is not a Role of this Namespace.", "/roleId", problem.DetailInvalidValue)
 	case store.RefusedBy(err, store.ConstraintBindingIdentity):
-		return platform.Invalid("The subject is not an identity of this Namespace.", "/subjectId", platform.DetailInvalidValue)
+		return platform.Invalid("The subject is not an identity of this Namespace.", "/subjectId", problem.DetailInvalidValue)
 	}
 	return platform.Unavailable(err)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -15,7 +16,7 @@ func (s *Server) getInstallation(_ context.Context, c *call) error {
 	return nil
 }
 
-// auditEventView is the decoded form of one stored event (api-iam §6), timestamps in the API format.
+// auditEventView is the decoded form of one stored event, timestamps in the API format.
 type auditEventView struct {
 	SchemaVersion       int                  `json:"schemaVersion"`
 	ID                  string               `json:"id"`
@@ -57,7 +58,7 @@ func (s *Server) listAuditEvents(ctx context.Context, c *call) error {
 		if raw, ok := c.query[name]; ok {
 			t, valid := platform.ParseTime(raw)
 			if !valid {
-				return platform.Invalid("The timestamp is not a valid date.", "/"+name, platform.DetailInvalidValue)
+				return platform.Invalid("The timestamp is not a valid date.", "/"+name, problem.DetailInvalidValue)
 			}
 			*dst = &t
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -36,7 +37,7 @@ func (s *Server) listNamespaces(ctx context.Context, c *call) error {
 	scope := c.cred.NamespaceScope()
 	item, ok := c.route.itemPermission()
 	if !ok || item.Kind != iam.KindNamespace {
-		return &platform.Error{Code: platform.CodeInternalError, Message: platform.MessageInternalError}
+		return &platform.Error{Problem: problem.Problem{Code: platform.CodeInternalError, Message: platform.MessageInternalError}}
 	}
 	items, next, err := collect(ctx, c.pageLimit(0),
 		func(after *cursorDoc, n int) ([]store.Namespace, error) {
@@ -116,7 +117,7 @@ func (s *Server) getNamespace(_ context.Context, c *call) error {
 // deleteNamespace admits the deletion of an empty Namespace: status deleting and the teardown work,
 // in one transaction with the audit event. While deleting it is repeat-safe; after a failed
 // teardown the initiator's repeat requeues the work, and another permitted caller takes it over
-// only when the initiator has lost namespace:delete (worker-lifecycle §1.2).
+// only when the initiator has lost namespace:delete.
 func (s *Server) deleteNamespace(ctx context.Context, c *call) error {
 	ns := *c.namespace // locked FOR UPDATE
 	res := namespaceResource(ns.ID)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -49,27 +50,27 @@ func referencedMessage(what string, kinds []string) *platform.Error {
 	return platform.Conflict("The " + what + " is still referenced by " + strings.Join(parts, ", ") + ".")
 }
 
-// secretRefs checks typed Secret references of the request: one naming another Namespace is 400
-// at its path; then every referenced Secret must exist in the Namespace (404). It returns the ids in
-// a stable order.
+// secretRefs checks typed Secret references of the request: one naming another Namespace is 400 at
+// its path; then every referenced Secret must exist in the Namespace (404). It returns the ids in a
+// stable order.
 func (s *Server) checkSecretRefs(ctx context.Context, c *call, refs map[string]platform.Ref) ([]string, error) {
 	paths := make([]string, 0, len(refs))
 	for p := range refs {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	var details []platform.Detail
+	var details []problem.Detail
 	ids := []string{}
 	seen := map[string]bool{}
 	for _, p := range paths {
 		r := refs[p]
 		switch {
 		case r.Kind != platform.RefKindSecret:
-			details = append(details, platform.Detail{Path: p + "/kind", Code: platform.DetailInvalidValue})
+			details = append(details, problem.Detail{Path: p + "/kind", Code: problem.DetailInvalidValue})
 		case r.NamespaceID != c.namespace.ID:
-			details = append(details, platform.Detail{Path: p + "/namespaceId", Code: platform.DetailInvalidValue})
+			details = append(details, problem.Detail{Path: p + "/namespaceId", Code: problem.DetailInvalidValue})
 		case !platform.ValidID(platform.PrefixSecret, r.ID):
-			details = append(details, platform.Detail{Path: p + "/id", Code: platform.DetailInvalidFormat})
+			details = append(details, problem.Detail{Path: p + "/id", Code: problem.DetailInvalidFormat})
 		case !seen[r.ID]:
 			seen[r.ID] = true
 			ids = append(ids, r.ID)

@@ -10,10 +10,11 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Secrets (api-iam §1.5, §2.7). Only metadata is ever returned; the value goes to the Secret
+// Secrets. Only metadata is ever returned; the value goes to the Secret
 // Driver and never appears in a response, an audit event, a revision or a log line.
 
 type secretMetadata struct {
@@ -59,9 +60,9 @@ func (s *Server) secrets() (driver.Secret, error) {
 func checkSecretValue(v string) error {
 	switch {
 	case len(v) > driver.MaxSecretValueBytes:
-		return platform.Invalid("The Secret value is longer than 65,536 bytes.", "/value", platform.DetailTooLong)
+		return platform.Invalid("The Secret value is longer than 65,536 bytes.", "/value", problem.DetailTooLong)
 	case v == "" || strings.ContainsRune(v, 0) || !utf8.ValidString(v):
-		return platform.Invalid("The Secret value must be non-empty text without NUL.", "/value", platform.DetailInvalidValue)
+		return platform.Invalid("The Secret value must be non-empty text without NUL.", "/value", problem.DetailInvalidValue)
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// ServiceAccounts (api-iam §1.6, §2.8): OCC-owned upstream-credential holders, not IAM identities.
+// ServiceAccounts: OCC-owned upstream-credential holders, not IAM identities.
 // Only native credentials exist here: a reference to a Kubernetes Secret key in the Namespace's
 // backing namespace, set with PATCH …/credential.
 

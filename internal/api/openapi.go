@@ -6,6 +6,8 @@ import (
 
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 )
 
 // OpenAPIVersion is the OpenAPI version of the served document.
@@ -126,14 +128,14 @@ func operation(r *Route) map[string]any {
 
 	var params []any
 	for _, name := range pathParamNames(r.Path) {
-		schema := r.PathParams[name]
-		if schema == nil {
-			schema = opaqueParam
+		param := r.PathParams[name]
+		if param == nil {
+			param = opaqueParam
 		}
-		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": schema.jsonSchema()})
+		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": param.JSONSchema()})
 	}
 	for _, q := range r.Query {
-		p := map[string]any{"name": q.Name, "in": "query", "required": false, "schema": q.Schema.jsonSchema()}
+		p := map[string]any{"name": q.Name, "in": "query", "required": false, "schema": q.Schema.JSONSchema()}
 		if q.Description != "" {
 			p["description"] = q.Description
 		}
@@ -144,8 +146,8 @@ func operation(r *Route) map[string]any {
 	}
 	if r.Body != nil {
 		op["requestBody"] = map[string]any{
-			"required": r.Body.hasRequired(),
-			"content":  map[string]any{"application/json": map[string]any{"schema": r.Body.jsonSchema()}},
+			"required": hasRequired(r.Body),
+			"content":  map[string]any{"application/json": map[string]any{"schema": r.Body.JSONSchema()}},
 		}
 	}
 
@@ -156,7 +158,7 @@ func operation(r *Route) map[string]any {
 	case r.Success == http.StatusFound:
 		success["headers"] = map[string]any{"Location": map[string]any{"description": "Where the browser continues.", "schema": map[string]any{"type": "string"}}}
 	case r.Action == ActionOpenAPI:
-		success["content"] = map[string]any{"application/json": map[string]any{"schema": r.Response.jsonSchema()}}
+		success["content"] = map[string]any{"application/json": map[string]any{"schema": r.Response.JSONSchema()}}
 	default:
 		success["content"] = map[string]any{"application/json": map[string]any{"schema": envelopeSchema(r.Response, r.Paged)}}
 	}
@@ -193,12 +195,12 @@ var metaSchema = object(
 	optional("nextCursor", describe(str(1, 0), "Present when more items follow: pass it as cursor.")),
 )
 
-func envelopeSchema(data *Schema, paged bool) map[string]any {
+func envelopeSchema(data *schema.Schema, paged bool) map[string]any {
 	var dataSchema map[string]any
 	if data == nil {
 		dataSchema = map[string]any{"type": "null"}
 	} else {
-		dataSchema = data.jsonSchema()
+		dataSchema = data.JSONSchema()
 	}
 	m := metaSchema
 	if !paged {
@@ -208,7 +210,7 @@ func envelopeSchema(data *Schema, paged bool) map[string]any {
 		"type":                 "object",
 		"required":             []any{"data", "meta"},
 		"additionalProperties": false,
-		"properties":           map[string]any{"data": dataSchema, "meta": m.jsonSchema()},
+		"properties":           map[string]any{"data": dataSchema, "meta": m.JSONSchema()},
 	}
 }
 
@@ -217,16 +219,16 @@ func errorEnvelopeSchema() map[string]any {
 	codes = append(codes, platform.Codes()...)
 	detail := object(
 		required("path", pattern(`^(/([^~/]|~0|~1)*)*$`, 512)),
-		required("code", enum(platform.DetailRequired, platform.DetailUnknownField, platform.DetailInvalidType,
-			platform.DetailInvalidFormat, platform.DetailInvalidValue, platform.DetailTooLong, platform.DetailTooDeep)),
+		required("code", enum(problem.DetailRequired, problem.DetailUnknownField, problem.DetailInvalidType,
+			problem.DetailInvalidFormat, problem.DetailInvalidValue, problem.DetailTooLong, problem.DetailTooDeep)),
 	)
 	body := object(
 		required("code", enum(codes...)),
 		required("message", str(1, 256)),
-		optional("details", arrayOf(detail, 1, platform.MaxDetails)),
+		optional("details", arrayOf(detail, 1, problem.MaxDetails)),
 	)
 	return object(
 		required("error", body),
 		required("meta", object(required("requestId", idOf(platform.PrefixRequest)))),
-	).jsonSchema()
+	).JSONSchema()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -53,7 +54,7 @@ func (c *call) listScope() string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
 }
 
-var errBadCursor = platform.Invalid("The cursor is not valid for this list.", "/cursor", platform.DetailInvalidFormat)
+var errBadCursor = platform.Invalid("The cursor is not valid for this list.", "/cursor", problem.DetailInvalidFormat)
 
 func (c *call) decodeCursor() (*cursorDoc, error) {
 	raw, ok := c.query["cursor"]
@@ -116,7 +117,7 @@ func collect[T any](ctx context.Context, limit int, fetch func(after *cursorDoc,
 				return nil, nil, err
 			}
 			if len(verdicts) != len(batch) {
-				return nil, nil, &platform.Error{Code: platform.CodeInternalError, Message: platform.MessageInternalError}
+				return nil, nil, &platform.Error{Problem: problem.Problem{Code: platform.CodeInternalError, Message: platform.MessageInternalError}}
 			}
 		}
 		for i, item := range batch {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/openclaw/occ/internal/auth"
+	"github.com/openclaw/occ/internal/schema"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -131,16 +132,16 @@ type Route struct {
 	// Coverage documents the identity-coverage rule the handler applies (service keys).
 	Coverage string
 
-	Body       *Schema // nil: no body (nothing or {})
-	BodyLimit  int64   // 0: DefaultBodyLimit
-	PathParams map[string]*Schema
+	Body       *schema.Schema // nil: no body (nothing or {})
+	BodyLimit  int64          // 0: DefaultBodyLimit
+	PathParams map[string]*schema.Schema
 	Query      []QueryParam
 
 	Success  int
-	Response *Schema // the data member; nil for 204
-	Paged    bool    // meta.nextCursor
-	Conflict bool    // documents 409
-	Limited  bool    // documents 429
+	Response *schema.Schema // the data member; nil for 204
+	Paged    bool           // meta.nextCursor
+	Conflict bool           // documents 409
+	Limited  bool           // documents 429
 
 	Tx      TxMode
 	Handler func(s *Server, ctx context.Context, c *call) error

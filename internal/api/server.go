@@ -24,6 +24,8 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -50,7 +52,8 @@ type Config struct {
 	// AdoptsExistingNamespaces is true when the selected Compute Driver can adopt an operator's
 	// Kubernetes namespace (existingNamespace); otherwise such creates answer 409.
 	AdoptsExistingNamespaces bool
-	// TrustedBridge (development) admits one CIDR besides loopback; see OCC_DEVELOPMENT_TRUSTED_BRIDGE_CIDR.
+	// TrustedBridge (development) admits one CIDR besides loopback; see
+	// OCC_DEVELOPMENT_TRUSTED_BRIDGE_CIDR.
 	TrustedBridge netip.Prefix
 	// Logger writes http.completed and the other API events; nil discards.
 	Logger *slog.Logger
@@ -217,7 +220,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// ServeHTTP runs the request pipeline of api-iam §2.1: route match (404/405), media type and size
+// ServeHTTP runs the request pipeline: route match (404/405), media type and size
 // (415/413), credential admission (401), the Origin gate (403), schema validation (400), then the
 // route's transaction: identity resolution and scope (403), the path Namespace (404),
 // authorization (403, audited), and the handler (domain rules, mutation, audit, work).
@@ -234,7 +237,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			s.log.Error(obs.EventHTTPUnexpectedError, "requestId", c.requestID, "code", platform.CodeInternalError, "route", label)
 			if !sw.wrote {
-				s.writeError(sw, c, &platform.Error{Code: platform.CodeInternalError, Message: platform.MessageInternalError})
+				s.writeError(sw, c, &platform.Error{Problem: problem.Problem{Code: platform.CodeInternalError, Message: platform.MessageInternalError}})
 			}
 		}
 		elapsed := time.Since(start)
@@ -271,15 +274,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handle(ctx context.Context, c *call) error {
 	route, r := c.route, c.r
-	for name, schema := range route.PathParams {
+	for name, param := range route.PathParams {
 		// Every path parameter is an identifier: bytes that are not UTF-8 (the schema's patterns
 		// would read them as U+FFFD) name nothing.
 		if !utf8.ValidString(c.params[name]) {
 			return platform.NotFound("The resource does not exist.")
 		}
-		v := &validation{}
-		schema.validate(v, c.params[name], "")
-		if len(v.details) > 0 {
+		v := &schema.Validation{}
+		param.Validate(v, c.params[name], "")
+		if len(v.Details) > 0 {
 			return platform.NotFound("The resource does not exist.")
 		}
 	}
@@ -389,7 +392,7 @@ func (s *Server) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) e
 		if opts.AccessMode == pgx.ReadOnly || store.CommitChangedNothing(err) {
 			return platform.Unavailable(err)
 		}
-		return &platform.Error{Code: platform.CodeUnknownOutcome, Message: platform.MessageUnknownOutcome, Cause: err}
+		return &platform.Error{Problem: problem.Problem{Code: platform.CodeUnknownOutcome, Message: platform.MessageUnknownOutcome, Cause: err}}
 	}
 	return nil
 }
@@ -482,9 +485,9 @@ type successEnvelope struct {
 }
 
 type errorBody struct {
-	Code    string            `json:"code"`
-	Message string            `json:"message"`
-	Details []platform.Detail `json:"details,omitempty"`
+	Code    string           `json:"code"`
+	Message string           `json:"message"`
+	Details []problem.Detail `json:"details,omitempty"`
 }
 
 type errorEnvelope struct {
@@ -526,7 +529,7 @@ func (s *Server) writeSuccess(w http.ResponseWriter, c *call) {
 		body, err = json.Marshal(successEnvelope{Data: c.data, Meta: meta{RequestID: c.requestID, NextCursor: c.nextCursor}})
 		if err != nil {
 			s.log.Error(obs.EventHTTPUnexpectedError, "requestId", c.requestID, "code", platform.CodeInternalError, "route", c.route.Path)
-			s.writeError(w, c, &platform.Error{Code: platform.CodeInternalError, Message: platform.MessageInternalError})
+			s.writeError(w, c, &platform.Error{Problem: problem.Problem{Code: platform.CodeInternalError, Message: platform.MessageInternalError}})
 			return
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/signin"
 	"github.com/openclaw/occ/internal/store"
@@ -229,8 +230,7 @@ func (s *Server) spend(ctx context.Context, bucket string, key []byte, perMinute
 		return platform.Unavailable(err)
 	}
 	if hits > perMinute {
-		return &platform.Error{Code: platform.CodeRateLimited, Message: "Too many sign-in requests. Try again later.",
-			RetryAfter: time.Duration(retry) * time.Second}
+		return &platform.Error{Problem: problem.Problem{Code: platform.CodeRateLimited, Message: "Too many sign-in requests. Try again later."}, RetryAfter: time.Duration(retry) * time.Second}
 	}
 	return nil
 }

@@ -7,10 +7,11 @@ import (
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/schema"
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Audit actions of the routes (api-iam §6). Ours: openclaw.auth.accounts.create,
+// Audit actions of the routes. Ours: openclaw.auth.accounts.create,
 // openclaw.audit_events.list, authentication.session.read and the service-principal list/read.
 const (
 	ActionHealthLive              = "health.live"
@@ -51,7 +52,7 @@ var (
 	installationRead       = Permission{Action: iam.ActionRead, Kind: iam.KindInstallation, Target: TargetInstallation}
 	installationAdminister = Permission{Action: iam.ActionAdminister, Kind: iam.KindInstallation, Target: TargetInstallation}
 	pathNamespaceRead      = Permission{Action: iam.ActionRead, Kind: iam.KindNamespace, Target: TargetPathNamespace}
-	// policyAPI is what every Namespace IAM policy route checks (api-iam §2.5).
+	// policyAPI is what every Namespace IAM policy route checks.
 	policyAPI = []Permission{installationAdminister, pathNamespaceRead}
 )
 
@@ -173,7 +174,7 @@ var (
 	serviceKeyBody = object(
 		required("servicePrincipalId", opaqueID()),
 		optional("namespaceId", idOf(platform.PrefixNamespace)),
-		required("name", describe(&Schema{Type: typeString, MinLength: 1, MaxLength: 32, Format: "occ-name"},
+		required("name", describe(&schema.Schema{Type: schema.TypeString, MinLength: 1, MaxLength: 32, Format: occName},
 			"1 to 32 characters; the Name rule applies.")),
 		optional("expiresIn", describe(integer(86400, 31536000), "Lifetime in seconds (1 to 365 days; default 30 days).")),
 	)
@@ -207,7 +208,7 @@ var (
 	}
 )
 
-func listOf(s *Schema) *Schema { return arrayOf(s, 0, 0) }
+func listOf(s *schema.Schema) *schema.Schema { return arrayOf(s, 0, 0) }
 
 var routeTable = append(append([]*Route{
 	{
@@ -271,7 +272,7 @@ var routeTable = append(append([]*Route{
 		Summary: "Revoke a service key at once.",
 		Auth:    auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
 		Coverage:   "The caller must hold every grant of the key's ServicePrincipal (identity coverage).",
-		PathParams: map[string]*Schema{"keyId": opaqueParam}, Tx: TxWrite, RefusesCLISession: true,
+		PathParams: map[string]*schema.Schema{"keyId": opaqueParam}, Tx: TxWrite, RefusesCLISession: true,
 		Success: http.StatusOK, Response: object(required("id", opaqueID()), required("revoked", boolean())),
 		Handler: (*Server).revokeServiceKey,
 	},
@@ -316,7 +317,7 @@ var routeTable = append(append([]*Route{
 	{
 		Method: http.MethodGet, Path: "/namespaces/{namespaceId}", Action: ActionNamespacesRead, Tag: "namespaces",
 		Summary: "One Namespace.", Auth: auth.ModeAny, Scope: ScopeNamespace,
-		Permissions: []Permission{pathNamespaceRead}, PathParams: map[string]*Schema{"namespaceId": namespaceIDParam},
+		Permissions: []Permission{pathNamespaceRead}, PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam},
 		Tx: TxRead, Success: http.StatusOK, Response: namespaceSchema, Handler: (*Server).getNamespace,
 	},
 	{
@@ -326,7 +327,7 @@ var routeTable = append(append([]*Route{
 			"requeues it; another caller may take it over only once the initiator lost namespace:delete.",
 		Auth: auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockUpdate,
 		Permissions: []Permission{{Action: iam.ActionDelete, Kind: iam.KindNamespace, Target: TargetPathNamespace}},
-		PathParams:  map[string]*Schema{"namespaceId": namespaceIDParam}, Conflict: true, Tx: TxWrite,
+		PathParams:  map[string]*schema.Schema{"namespaceId": namespaceIDParam}, Conflict: true, Tx: TxWrite,
 		Success: http.StatusAccepted, Response: namespaceSchema, Handler: (*Server).deleteNamespace,
 	},
 
@@ -335,7 +336,7 @@ var routeTable = append(append([]*Route{
 		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/roles", Action: ActionRolesList, Tag: "iam",
 		Summary: "Roles of the Namespace (Installation Roles are not listed).",
 		Auth:    auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
-		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam}, Query: pageParams, Tx: TxRead, Paged: true,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam}, Query: pageParams, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(roleSchema), Handler: (*Server).listRoles,
 	},
 	{
@@ -343,27 +344,27 @@ var routeTable = append(append([]*Route{
 		Summary:     "Create an immutable Role.",
 		Description: "Permissions from the supported matrix, Namespace kinds only, namespace only with read, no duplicates.",
 		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare, Permissions: policyAPI,
-		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam}, Body: roleBody, Conflict: true, Tx: TxWrite,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam}, Body: roleBody, Conflict: true, Tx: TxWrite,
 		Success: http.StatusCreated, Response: roleSchema, Handler: (*Server).createRole,
 	},
 	{
 		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/roles/{roleId}", Action: ActionRolesRead, Tag: "iam",
 		Summary: "One Role.", Auth: auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
-		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam, "roleId": opaqueParam}, Tx: TxRead,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "roleId": opaqueParam}, Tx: TxRead,
 		Success: http.StatusOK, Response: roleSchema, Handler: (*Server).getRole,
 	},
 	{
 		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/iam/roles/{roleId}", Action: ActionRolesDelete, Tag: "iam",
 		Summary: "Delete a Role no binding references.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: policyAPI,
-		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam, "roleId": opaqueParam}, Conflict: true, Tx: TxWrite,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "roleId": opaqueParam}, Conflict: true, Tx: TxWrite,
 		Success: http.StatusNoContent, Handler: (*Server).deleteRole,
 	},
 	{
 		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/access-bindings", Action: ActionBindingsList, Tag: "iam",
 		Summary: "AccessBindings of the Namespace, including broad and Group bindings.",
 		Auth:    auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
-		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam}, Query: pageParams, Tx: TxRead, Paged: true,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam}, Query: pageParams, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(bindingSchema), Handler: (*Server).listBindings,
 	},
 	{
@@ -372,39 +373,39 @@ var routeTable = append(append([]*Route{
 		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: append(append([]Permission(nil), policyAPI...),
 			Permission{Action: iam.ActionRead, Kind: "(resourceKind)", Target: TargetBodyResource, When: "always: read on the exact target"}),
-		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam}, Body: bindingBody, Conflict: true, Tx: TxWrite,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam}, Body: bindingBody, Conflict: true, Tx: TxWrite,
 		Success: http.StatusCreated, Response: bindingSchema, Handler: (*Server).createBinding,
 	},
 	{
 		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/access-bindings/{bindingId}", Action: ActionBindingsRead, Tag: "iam",
 		Summary: "One AccessBinding.", Auth: auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
-		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam, "bindingId": opaqueParam}, Tx: TxRead,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "bindingId": opaqueParam}, Tx: TxRead,
 		Success: http.StatusOK, Response: bindingSchema, Handler: (*Server).getBinding,
 	},
 	{
 		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/iam/access-bindings/{bindingId}", Action: ActionBindingsDelete, Tag: "iam",
 		Summary: "Delete an AccessBinding (broad and Group bindings too).", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: policyAPI,
-		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam, "bindingId": opaqueParam}, Tx: TxWrite,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "bindingId": opaqueParam}, Tx: TxWrite,
 		Success: http.StatusNoContent, Handler: (*Server).deleteBinding,
 	},
 	{
 		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/service-principals", Action: ActionServicePrincipalsList, Tag: "iam",
 		Summary: "Non-Agent ServicePrincipals of the Namespace.", Auth: auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
-		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam}, Query: pageParams, Tx: TxRead, Paged: true,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam}, Query: pageParams, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(servicePrincipalSchema), Handler: (*Server).listServicePrincipals,
 	},
 	{
 		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/iam/service-principals", Action: ActionServicePrincipalsCreate, Tag: "iam",
 		Summary: "Create a ServicePrincipal of the Namespace, without grants.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: policyAPI,
-		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam}, Conflict: true, Tx: TxWrite,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam}, Conflict: true, Tx: TxWrite,
 		Success: http.StatusCreated, Response: servicePrincipalSchema, Handler: (*Server).createServicePrincipal,
 	},
 	{
 		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/service-principals/{servicePrincipalId}", Action: ActionServicePrincipalsRead, Tag: "iam",
 		Summary: "One ServicePrincipal of the Namespace.", Auth: auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
-		PathParams: map[string]*Schema{"namespaceId": namespaceIDParam, "servicePrincipalId": opaqueParam}, Tx: TxRead,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "servicePrincipalId": opaqueParam}, Tx: TxRead,
 		Success: http.StatusOK, Response: servicePrincipalSchema, Handler: (*Server).getServicePrincipal,
 	},
 }, resourceRoutes...), signInRoutes...)
@@ -412,14 +413,14 @@ var routeTable = append(append([]*Route{
 // prepareRoutes compiles the table's schemas once (patterns, format checks).
 var prepareRoutes = sync.OnceFunc(func() {
 	for _, r := range routeTable {
-		r.Body.prepare()
-		r.Response.prepare()
+		r.Body.Prepare()
+		r.Response.Prepare()
 		for _, p := range r.PathParams {
-			p.prepare()
+			p.Prepare()
 		}
 		for _, q := range r.Query {
-			q.Schema.prepare()
+			q.Schema.Prepare()
 		}
 	}
-	emptyBody.prepare()
+	emptyBody.Prepare()
 })

@@ -7,11 +7,12 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/schema"
 	"github.com/openclaw/occ/internal/store"
 )
 
 // The routes of Namespace-owned resources: Configurations, Secrets, ServiceAccounts, Agents,
-// revisions and deployments (api-iam §2.6–§2.9). They join routeTable in table.go.
+// revisions and deployments. They join routeTable in table.go.
 
 // Audit actions.
 const (
@@ -59,8 +60,8 @@ var (
 	revisionIDParam       = idOf(platform.PrefixRevision)
 )
 
-func nsParams(extra ...string) map[string]*Schema {
-	m := map[string]*Schema{"namespaceId": namespaceIDParam}
+func nsParams(extra ...string) map[string]*schema.Schema {
+	m := map[string]*schema.Schema{"namespaceId": namespaceIDParam}
 	for _, name := range extra {
 		switch name {
 		case "configurationId":
@@ -152,7 +153,7 @@ var (
 		required("method", enum(platform.HarnessAuthRuntime, platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT)),
 		optional("source", typedRefSchema),
 	)), "runtime (no source), api_key (a Secret) or codex_pat (a Secret or a ServiceAccount); null clears it.")
-	nullOnly        = describe(&Schema{Type: typeString, Nullable: true, Enum: []string{}}, "Backends are not available yet: only null.")
+	nullOnly        = describe(&schema.Schema{Type: schema.TypeString, Nullable: true, Enum: []string{}}, "Backends are not available yet: only null.")
 	executionModes  = enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)
 	agentBodySchema = object(
 		required("name", name()),

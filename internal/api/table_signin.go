@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/openclaw/occ/internal/auth"
+	"github.com/openclaw/occ/internal/schema"
 	"github.com/openclaw/occ/internal/signin"
 )
 
@@ -40,7 +41,7 @@ var (
 	expectedVersion   = describe(integer(1, 1<<31-1), "The account version just read (GET /api/auth/accounts/{userId}).")
 	versionBody       = object(required("expectedVersion", expectedVersion))
 	userIDSchema      = object(required("userId", idOf("usr")))
-	accountPathParams = map[string]*Schema{"userId": idOf("usr")}
+	accountPathParams = map[string]*schema.Schema{"userId": idOf("usr")}
 	accountSchema     = object(
 		required("userId", idOf("usr")),
 		required("principalId", idOf("prn")),
@@ -65,7 +66,7 @@ var (
 		optional("namespaceId", idOf("ns")),
 	)
 	cliUserSchema  = object(required("id", idOf("usr")), required("email", str(3, 320)), required("name", name()))
-	subjectSchemas = map[string]*Schema{
+	subjectSchemas = map[string]*schema.Schema{
 		signin.GitHub: describe(pattern(`^[1-9][0-9]{0,19}$`, 0), "The numeric GitHub user id."),
 		signin.Google: describe(pattern(`^[!-~]{1,255}$`, 255), "The ID token's sub claim."),
 		signin.OIDC:   describe(pattern(`^[!-~]{1,255}$`, 255), "The ID token's sub claim for the configured issuer."),
@@ -167,7 +168,7 @@ func buildSignInRoutes() []*Route {
 			Tag: "authentication", Summary: "Detach an external identity and end every session of the account.",
 			Description: mutation + " A password method refuses (409).",
 			Auth:        auth.ModeSession, ExactOrigin: true, Scope: ScopeInstallation, Permissions: admin, Coverage: coverage,
-			PathParams: map[string]*Schema{"userId": idOf("usr"), "methodId": idOf("mth")}, Body: versionBody, Conflict: true,
+			PathParams: map[string]*schema.Schema{"userId": idOf("usr"), "methodId": idOf("mth")}, Body: versionBody, Conflict: true,
 			Tx: TxWrite, Success: http.StatusOK, Response: userIDSchema, Handler: (*Server).detachMethod,
 		},
 	)
@@ -251,7 +252,7 @@ func buildSignInRoutes() []*Route {
 		&Route{
 			Method: http.MethodDelete, Path: "/api/auth/cli-sessions/{cliSessionId}", Action: ActionCLISessionsRevoke,
 			OperationID: "revokeCliSession", Tag: "authentication", Summary: "Revoke one of the person's own CLI sessions.",
-			Description: cli, Auth: auth.ModeSession, PathParams: map[string]*Schema{"cliSessionId": idOf("cls")},
+			Description: cli, Auth: auth.ModeSession, PathParams: map[string]*schema.Schema{"cliSessionId": idOf("cls")},
 			Success: http.StatusOK, Response: object(required("id", idOf("cls")), required("revoked", boolean())),
 			Handler: (*Server).revokeCLISession,
 		},

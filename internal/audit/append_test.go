@@ -312,7 +312,7 @@ func TestMetadataRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(out, want) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", out, want)
 	}
-	// The decoded form marshals to the §6 shape.
+	// The decoded form marshals to the stored event shape.
 	b, err := json.Marshal(out)
 	if err != nil {
 		t.Fatal(err)

@@ -118,7 +118,7 @@ var (
 	reasonCodePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 )
 
-// withDefaults returns ev with the defaults of §6 filled in, except the ID.
+// withDefaults returns ev with the defaults of an audit event filled in, except the ID.
 func withDefaults(ev Event, installationID string) Event {
 	if ev.InstallationID == "" {
 		ev.InstallationID = installationID

@@ -22,11 +22,11 @@ const Redacted = obs.Redacted
 // Redacted.
 const maxDepth = 16
 
-// sensitiveKeyParts are the key families of §6 with "_" and "-" removed. A key is
-// sensitive when its lower-cased form, with every "_" and "-" removed, contains one of
-// them anywhere: "accessToken", "x-api-key", "Set-Cookie", "messageBody" and
-// "context" (it contains "text") all are. Substring matching over-redacts on purpose;
-// the suffix exception below keeps identifiers and counts.
+// sensitiveKeyParts are the key families of credential-bearing names with "_" and "-" removed. A
+// key is sensitive when its lower-cased form, with every "_" and "-" removed, contains one of them
+// anywhere: "accessToken", "x-api-key", "Set-Cookie", "messageBody" and "context" (it contains
+// "text") all are. Substring matching over-redacts on purpose; the suffix exception below keeps
+// identifiers and counts.
 var sensitiveKeyParts = []string{
 	"accesstoken", "apikey", "authorization", "bearer", "clientsecret", "cookie", "credential",
 	"password", "privatekey", "providercredential", "providertoken", "refreshtoken", "secret",

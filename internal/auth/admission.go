@@ -9,7 +9,7 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Mode is which credentials a route admits (api-iam §4.1).
+// Mode is which credentials a route admits.
 type Mode int
 
 const (
@@ -71,7 +71,7 @@ func (c Credential) Account() store.Account {
 	return c.Session.Account
 }
 
-// IdentityLookup is the IAM identity lookup of the credential (api-iam §3.1): the human
+// IdentityLookup is the IAM identity lookup of the credential: the human
 // Principal by issuer and subject, or the key's ServicePrincipal within the key's scope.
 func (c Credential) IdentityLookup(installationID string) iam.IdentityLookup {
 	switch c.Kind {
@@ -83,7 +83,7 @@ func (c Credential) IdentityLookup(installationID string) iam.IdentityLookup {
 	return iam.IdentityLookup{}
 }
 
-// Issuer is the identity issuer of the human Principals of an Installation (api-iam §1.12).
+// Issuer is the identity issuer of the human Principals of an Installation.
 func Issuer(installationID string) string {
 	return "occ:installation:" + installationID + ":better-auth"
 }
@@ -136,7 +136,7 @@ type Admitter struct {
 	Providers map[string]bool
 }
 
-// Admit applies the credential precedence of api-iam §4.1 for a route admitting mode:
+// Admit applies the credential precedence for a route admitting mode:
 //  1. an Authorization header is always refused;
 //  2. x-api-key is checked first (blank, duplicated, unknown, expired, revoked or another
 //     Installation's key: refused, never a fallback to the cookie);

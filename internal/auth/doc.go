@@ -1,4 +1,4 @@
 // Package auth holds credentials and request admission: password hashing (argon2id), service keys
-// and session tokens (stored as SHA-256 hashes), the session cookie, the credential precedence of
-// api-iam §4.1 (Admitter), the browser Origin gates and the password sign-in limiter.
+// and session tokens (stored as SHA-256 hashes), the session cookie, the credential precedence
+// (Admitter), the browser Origin gates and the password sign-in limiter.
 package auth

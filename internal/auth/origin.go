@@ -5,7 +5,8 @@ import (
 	"net/http"
 )
 
-// OriginRule selects one of the browser request-forgery gates of api-iam §4.2.
+// OriginRule selects one of the browser request-forgery gates that cookie-authenticated requests
+// pass.
 type OriginRule int
 
 const (

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/crypto/argon2"
 )
 
-// Password length bounds (api-iam §4.2).
+// Password length bounds.
 const (
 	MinPasswordLength = 12
 	MaxPasswordLength = 128

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Service key rules (api-iam §4.6).
+// Service key rules.
 const (
 	ServiceKeyPrefix          = "occ_sk_"
 	DefaultServiceKeyLifetime = 30 * 24 * time.Hour

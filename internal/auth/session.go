@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Browser session rules (api-iam §4.2).
+// Browser session rules.
 const (
 	// SessionLifetime is the absolute lifetime of a session: no refresh, no renewal.
 	SessionLifetime = 8 * time.Hour

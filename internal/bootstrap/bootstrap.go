@@ -1,6 +1,6 @@
 // Package bootstrap creates the singleton Installation, the first administrator, the bootstrap
 // service principal and its key, the seeded administrator Role and bindings, and the `default`
-// Namespace with its provisioning work — all in one transaction (api-iam §4.9). A re-run verifies
+// Namespace with its provisioning work — all in one transaction. A re-run verifies
 // the existing Installation and changes nothing.
 package bootstrap
 
@@ -20,6 +20,7 @@ import (
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
@@ -32,7 +33,7 @@ const (
 	CodePersistenceUnavailable = "PERSISTENCE_UNAVAILABLE"
 )
 
-// Fixed names of the seed (api-iam §3.3, §4.9).
+// Fixed names of the seed.
 const (
 	AdministratorName     = "OpenClaw Administrator"
 	AdministratorRoleName = "Installation administrator"
@@ -42,22 +43,20 @@ const (
 	IAMDriverID = "native-iam"
 )
 
-// Error is a bootstrap failure with its stable code and a safe message.
+// Error is a bootstrap failure: a problem with its stable code, a safe message and the cause,
+// and what the failed attempt had created, for manual repair.
 type Error struct {
-	Code    string
-	Message string
-	Err     error
-	Attempt Attempt // what the failed attempt had created, for manual repair
+	problem.Problem
+	Attempt Attempt
 }
 
+// Error is the message and the cause; the code is logged on its own.
 func (e *Error) Error() string {
-	if e.Err != nil {
-		return e.Message + ": " + e.Err.Error()
+	if e.Cause != nil {
+		return e.Message + ": " + e.Cause.Error()
 	}
 	return e.Message
 }
-
-func (e *Error) Unwrap() error { return e.Err }
 
 // Attempt names what one run created (non-secret identifiers and paths only).
 type Attempt struct {
@@ -120,7 +119,7 @@ func Run(ctx context.Context, conn *pgx.Conn, cfg settings.Bootstrap) (Result, e
 			continue
 		}
 		if err := checkOutputPath(path); err != nil {
-			return Result{}, &Error{Code: CodeBootstrapFailed, Message: "An output file cannot be created safely.", Err: err}
+			return Result{}, &Error{Problem: problem.Problem{Code: CodeBootstrapFailed, Message: "An output file cannot be created safely.", Cause: err}}
 		}
 	}
 
@@ -141,21 +140,19 @@ func Run(ctx context.Context, conn *pgx.Conn, cfg settings.Bootstrap) (Result, e
 			be.Attempt = seed.attempt
 			return Result{}, be
 		}
-		return Result{}, &Error{Code: classify(err), Message: "The bootstrap transaction failed.", Err: err, Attempt: seed.attempt}
+		return Result{}, &Error{Problem: problem.Problem{Code: classify(err), Message: "The bootstrap transaction failed.", Cause: err}, Attempt: seed.attempt}
 	}
 
 	written, err := seed.writeFiles(cfg, password)
 	if err != nil {
-		return Result{}, &Error{Code: CodeBootstrapFailed, Message: "An output file could not be written.", Err: err, Attempt: seed.attempt}
+		return Result{}, &Error{Problem: problem.Problem{Code: CodeBootstrapFailed, Message: "An output file could not be written.", Cause: err}, Attempt: seed.attempt}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		if store.CommitChangedNothing(err) {
 			removeAll(written)
-			return Result{}, &Error{Code: classify(err), Message: "The bootstrap transaction was not committed.", Err: err, Attempt: seed.attempt}
+			return Result{}, &Error{Problem: problem.Problem{Code: classify(err), Message: "The bootstrap transaction was not committed.", Cause: err}, Attempt: seed.attempt}
 		}
-		return Result{}, &Error{Code: CodeCommitOutcomeUnknown,
-			Message: "The bootstrap commit outcome is unknown. Inspect the database before another attempt.",
-			Err:     err, Attempt: seed.attempt}
+		return Result{}, &Error{Problem: problem.Problem{Code: CodeCommitOutcomeUnknown, Message: "The bootstrap commit outcome is unknown. Inspect the database before another attempt.", Cause: err}, Attempt: seed.attempt}
 	}
 	return Result{Attempt: seed.attempt}, nil
 }
@@ -166,7 +163,7 @@ func verify(ctx context.Context, tx pgx.Tx, cfg settings.Bootstrap, inst store.I
 	attempt := Attempt{InstallationID: inst.ID}
 	account, err := store.GetAccountByEmail(ctx, tx, cfg.AdminEmail)
 	if errors.Is(err, store.ErrNotFound) {
-		return attempt, &Error{Code: CodeBootstrapFailed, Message: "The Installation exists but the configured administrator account does not.", Attempt: attempt}
+		return attempt, &Error{Problem: problem.Problem{Code: CodeBootstrapFailed, Message: "The Installation exists but the configured administrator account does not."}, Attempt: attempt}
 	} else if err != nil {
 		return attempt, unavailable(err)
 	}
@@ -176,7 +173,7 @@ func verify(ctx context.Context, tx pgx.Tx, cfg settings.Bootstrap, inst store.I
 		return attempt, unavailable(err)
 	}
 	if len(identities) != 1 || identities[0].ID != account.PrincipalID {
-		return attempt, &Error{Code: CodeBootstrapFailed, Message: "The administrator account is not a Principal of this Installation.", Attempt: attempt}
+		return attempt, &Error{Problem: problem.Problem{Code: CodeBootstrapFailed, Message: "The administrator account is not a Principal of this Installation."}, Attempt: attempt}
 	}
 	ok, err := store.PrincipalHoldsPermissions(ctx, tx, account.PrincipalID, [][2]string{
 		{iam.ActionAdminister, iam.KindInstallation}, {iam.ActionRead, iam.KindInstallation},
@@ -185,7 +182,7 @@ func verify(ctx context.Context, tx pgx.Tx, cfg settings.Bootstrap, inst store.I
 		return attempt, unavailable(err)
 	}
 	if !ok {
-		return attempt, &Error{Code: CodeBootstrapFailed, Message: "The administrator no longer holds Installation administration.", Attempt: attempt}
+		return attempt, &Error{Problem: problem.Problem{Code: CodeBootstrapFailed, Message: "The administrator no longer holds Installation administration."}, Attempt: attempt}
 	}
 	return attempt, nil
 }
@@ -308,7 +305,7 @@ func (s *seed) createDefaultNamespace(ctx context.Context, tx pgx.Tx, appender *
 		return err
 	}
 	if !iam.Allows(decision, IAMDriverID) {
-		return &Error{Code: CodeBootstrapFailed, Message: "The seeded administrator may not create Namespaces."}
+		return &Error{Problem: problem.Problem{Code: CodeBootstrapFailed, Message: "The seeded administrator may not create Namespaces."}}
 	}
 	if _, err := store.InsertNamespace(ctx, tx, a.DefaultNamespaceID, DefaultNamespaceName, nil); err != nil {
 		return err
@@ -386,9 +383,9 @@ func classify(err error) string {
 }
 
 func unavailable(err error) error {
-	return &Error{Code: classify(err), Message: "PostgreSQL is unavailable or refused the bootstrap.", Err: err}
+	return &Error{Problem: problem.Problem{Code: classify(err), Message: "PostgreSQL is unavailable or refused the bootstrap.", Cause: err}}
 }
 
 func failed(msg string, err error) error {
-	return &Error{Code: CodeBootstrapFailed, Message: fmt.Sprintf("Bootstrap failed: %s.", msg), Err: err}
+	return &Error{Problem: problem.Problem{Code: CodeBootstrapFailed, Message: fmt.Sprintf("Bootstrap failed: %s.", msg), Cause: err}}
 }

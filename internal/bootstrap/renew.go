@@ -14,6 +14,7 @@ import (
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -37,7 +38,7 @@ type Renewal struct {
 // left alone. Production refuses: there a lost key is an operator's decision, not a restart's.
 func EnsureDevelopmentKey(ctx context.Context, conn *pgx.Conn, cfg settings.Bootstrap) (Renewal, error) {
 	if cfg.Mode != settings.Development {
-		return Renewal{}, &Error{Code: CodeBootstrapFailed, Message: "Keys are renewed in development only."}
+		return Renewal{}, &Error{Problem: problem.Problem{Code: CodeBootstrapFailed, Message: "Keys are renewed in development only."}}
 	}
 	var doc KeyFile
 	reason := RenewedMissing
@@ -136,11 +137,11 @@ func bootstrapServicePrincipal(ctx context.Context, tx pgx.Tx, doc KeyFile) (str
 		}
 	}
 	if id == "" {
-		return "", &Error{Code: CodeBootstrapFailed, Message: "The bootstrap ServicePrincipal cannot be found."}
+		return "", &Error{Problem: problem.Problem{Code: CodeBootstrapFailed, Message: "The bootstrap ServicePrincipal cannot be found."}}
 	}
 	sp, err := store.GetIdentity(ctx, tx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (sp.Kind != iam.IdentityKindServicePrincipal || sp.AgentID != nil)) {
-		return "", &Error{Code: CodeBootstrapFailed, Message: "The bootstrap ServicePrincipal no longer exists."}
+		return "", &Error{Problem: problem.Problem{Code: CodeBootstrapFailed, Message: "The bootstrap ServicePrincipal no longer exists."}}
 	} else if err != nil {
 		return "", unavailable(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/openclaw/occ/internal/installcfg"
 	"github.com/openclaw/occ/internal/metrics"
 	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -23,7 +24,7 @@ const (
 	apiStartupError = "startup-error"
 )
 
-// API startup failure codes besides the settings and startup-YAML codes (api-iam §4.10).
+// API startup failure codes besides the settings and startup-YAML codes.
 const (
 	codePersistenceUnavailable = "PERSISTENCE_UNAVAILABLE"
 	codeStartupFailed          = "STARTUP_FAILED"
@@ -47,7 +48,7 @@ stops accepting, drains in-flight requests and exits 0.`,
 
 func runAPI(ctx context.Context, env Env) error {
 	fail := func(code, message string) error {
-		obs.WriteStartupFailure(env.Stderr, apiService, apiStartupError, code, message, nil)
+		obs.WriteStartupFailure(env.Stderr, apiService, apiStartupError, &problem.Error{Code: code, Message: message})
 		return exitError{Code: 1}
 	}
 	cfg, err := settings.LoadAPI(env.Lookup)

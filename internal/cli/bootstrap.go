@@ -11,6 +11,7 @@ import (
 	"github.com/openclaw/occ/internal/bootstrap"
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/settings"
 )
 
@@ -44,8 +45,8 @@ func runBootstrap(ctx context.Context, env Env) error {
 	conn, err := pgx.Connect(connectCtx, cfg.DatabaseURL)
 	cancel()
 	if err != nil {
-		obs.WriteStartupFailure(env.Stderr, bootstrapService, failedEvent, bootstrap.CodePersistenceUnavailable,
-			"PostgreSQL is unavailable at OCC_DATABASE_URL.", nil)
+		obs.WriteStartupFailure(env.Stderr, bootstrapService, failedEvent, &problem.Error{Code: bootstrap.CodePersistenceUnavailable,
+			Message: "PostgreSQL is unavailable at OCC_DATABASE_URL."})
 		return exitError{Code: 1}
 	}
 	defer conn.Close(context.WithoutCancel(ctx))

@@ -20,7 +20,7 @@ import (
 	"github.com/openclaw/occ/internal/bootstrap"
 	"github.com/openclaw/occ/internal/devstack"
 	"github.com/openclaw/occ/internal/driver"
-	"github.com/openclaw/occ/internal/installcfg"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -307,7 +307,7 @@ func (d *devRun) bootstrap(ctx context.Context, appURL, keyFile, baseURL string)
 	}
 	cfg, err := settings.LoadBootstrap(settings.MapLookup(vars))
 	if err != nil {
-		var se *settings.Error
+		var se *problem.Error
 		if errors.As(err, &se) {
 			return d.fail("bootstrap settings: %s %s", se.Code, se.Message)
 		}
@@ -323,8 +323,8 @@ func (d *devRun) bootstrap(ctx context.Context, appURL, keyFile, baseURL string)
 		var be *bootstrap.Error
 		if errors.As(err, &be) {
 			hint := ""
-			if be.Err != nil {
-				hint = " (" + be.Err.Error() + ")"
+			if be.Cause != nil {
+				hint = " (" + be.Cause.Error() + ")"
 			}
 			return d.fail("bootstrap failed: %s %s%s", be.Code, be.Message, hint)
 		}
@@ -420,7 +420,8 @@ drivers:
 
 // selectKubernetes writes the startup YAML of --compute kubernetes (Compute and Secrets in the
 // cluster, Configurations on the filesystem) and runs the driver's preflight, so that an
-// unreachable cluster or an unusable kubeconfig fails here with a sentence instead of in the worker.
+// unreachable cluster or an unusable kubeconfig fails here with a sentence instead of in the
+// worker.
 func (d *devRun) selectKubernetes(ctx context.Context, state *devstack.State, childEnv map[string]string) error {
 	auth := fmt.Sprintf("{mode: kubeconfig, kubeconfigPath: %q, context: %q}", d.o.kubeconfig, d.o.context)
 	compute := fmt.Sprintf(`
@@ -455,7 +456,7 @@ drivers:
 	}
 	_, c, err := startupConfig(d.env.Lookup, settings.Development, path, state.ConfigurationRoot(), state.SecretRoot())
 	if err != nil {
-		var ie *installcfg.Error
+		var ie *problem.Error
 		if errors.As(err, &ie) && len(ie.Details) > 0 {
 			return d.fail("--compute kubernetes: %s (%s at %s)", ie.Message, ie.Details[0].Message, ie.Details[0].Path)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/kubernetes"
 	"github.com/openclaw/occ/internal/installcfg"
 	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/settings"
 )
 
@@ -49,57 +50,46 @@ func startupConfig(lookup settings.Lookup, mode settings.Mode, configPath, confi
 
 // schemaValidator checks a selection's configuration against a driver's closed schema.
 func schemaValidator(schema driver.ConfigurationSchema) installcfg.ConfigurationValidator {
-	return func(cfg map[string]any) []installcfg.Detail {
+	return func(cfg map[string]any) []problem.Detail {
 		return configurationDetails(schema.Validate(cfg))
 	}
 }
 
 // configurationDetails turns a driver's configuration refusal into startup-YAML details.
-func configurationDetails(err error) []installcfg.Detail {
+func configurationDetails(err error) []problem.Detail {
 	if err == nil {
 		return nil
 	}
 	var ce *driver.ConfigurationError
 	if !errors.As(err, &ce) {
-		return []installcfg.Detail{{Code: "INVALID_VALUE", Message: "The Driver configuration is invalid."}}
+		return []problem.Detail{{Code: problem.DetailInvalidValue, Message: "The Driver configuration is invalid."}}
 	}
-	out := make([]installcfg.Detail, len(ce.Details))
-	for i, d := range ce.Details {
-		out[i] = installcfg.Detail{Path: d.Path, Code: d.Code, Message: d.Message}
-	}
-	return out
+	return ce.Details
 }
 
 // computeSelectionError reports a Compute Driver that could not be built from a configuration the
 // schema accepted (semantic refusal, unavailable implementation).
 func computeSelectionError(err error) error {
-	details := []installcfg.Detail{{Path: "/drivers/compute", Code: "INVALID_VALUE", Message: "The Compute Driver refused its configuration."}}
+	details := []problem.Detail{{Path: "/drivers/compute", Code: problem.DetailInvalidValue, Message: "The Compute Driver refused its configuration."}}
 	var ce *driver.ConfigurationError
 	if errors.As(err, &ce) {
-		details = nil
-		for _, d := range ce.Details {
-			details = append(details, installcfg.Detail{Path: "/drivers/compute/configuration" + d.Path, Code: d.Code, Message: d.Message})
-		}
+		details = problem.Under("/drivers/compute/configuration", ce.Details)
 	}
 	var ue *driver.ImplementationUnavailableError
 	if errors.As(err, &ue) {
-		details = []installcfg.Detail{{Path: "/drivers/compute/implementation", Code: "INVALID_VALUE", Message: "The Compute implementation is not available here."}}
+		details = []problem.Detail{{Path: "/drivers/compute/implementation", Code: problem.DetailInvalidValue, Message: "The Compute implementation is not available here."}}
 	}
-	return &installcfg.Error{Code: installcfg.CodeDriverConfigurationInvalid, Message: "The startup configuration selects a Compute Driver that cannot be built.", Details: details}
+	return &problem.Error{Code: installcfg.CodeDriverConfigurationInvalid, Message: "The startup configuration selects a Compute Driver that cannot be built.", Details: details}
 }
 
-// startupConfigFailure writes an *installcfg.Error as the process's startup failure line.
+// startupConfigFailure writes a startup configuration refusal (a *problem.Error) as the process's
+// startup failure line.
 func startupConfigFailure(env Env, service, event string, err error) error {
-	var ie *installcfg.Error
-	if !errors.As(err, &ie) {
-		obs.WriteStartupFailure(env.Stderr, service, event, "STARTUP_FAILED", "The startup configuration could not be loaded.", nil)
-		return exitError{Code: 1}
+	var pe *problem.Error
+	if !errors.As(err, &pe) {
+		pe = &problem.Error{Code: "STARTUP_FAILED", Message: "The startup configuration could not be loaded."}
 	}
-	details := make([]obs.Detail, len(ie.Details))
-	for i, d := range ie.Details {
-		details[i] = obs.Detail{Path: d.Path, Code: d.Code}
-	}
-	obs.WriteStartupFailure(env.Stderr, service, event, ie.Code, ie.Message, details)
+	obs.WriteStartupFailure(env.Stderr, service, event, pe)
 	return exitError{Code: 1}
 }
 
@@ -144,19 +134,16 @@ func storageDrivers(cfg *installcfg.Config, mode settings.Mode, lookup settings.
 }
 
 func storageSelectionError(capability string, err error) error {
-	details := []installcfg.Detail{{Path: "/drivers/" + capability, Code: "INVALID_VALUE", Message: "The Driver refused its configuration."}}
+	details := []problem.Detail{{Path: "/drivers/" + capability, Code: problem.DetailInvalidValue, Message: "The Driver refused its configuration."}}
 	var ce *driver.ConfigurationError
 	if errors.As(err, &ce) {
-		details = nil
-		for _, d := range ce.Details {
-			details = append(details, installcfg.Detail{Path: "/drivers/" + capability + "/configuration" + d.Path, Code: d.Code, Message: d.Message})
-		}
+		details = problem.Under("/drivers/"+capability+"/configuration", ce.Details)
 	}
 	var ue *driver.ImplementationUnavailableError
 	if errors.As(err, &ue) {
-		details = []installcfg.Detail{{Path: "/drivers/" + capability + "/implementation", Code: "INVALID_VALUE", Message: "The implementation is not available here."}}
+		details = []problem.Detail{{Path: "/drivers/" + capability + "/implementation", Code: problem.DetailInvalidValue, Message: "The implementation is not available here."}}
 	}
-	return &installcfg.Error{Code: installcfg.CodeDriverConfigurationInvalid, Message: "The startup configuration selects a " + capability + " Driver that cannot be built.", Details: details}
+	return &problem.Error{Code: installcfg.CodeDriverConfigurationInvalid, Message: "The startup configuration selects a " + capability + " Driver that cannot be built.", Details: details}
 }
 
 // computePreflight runs the Compute Driver's preflight before a process serves or claims anything:
@@ -178,7 +165,7 @@ func computePreflight(ctx context.Context, env Env, service, event, fallbackCode
 				"computeDriverId", compute.ID())
 			return exitError{Code: 1}
 		}
-		obs.WriteStartupFailure(env.Stderr, service, event, fallbackCode, "The Compute Driver preflight failed.", nil)
+		obs.WriteStartupFailure(env.Stderr, service, event, &problem.Error{Code: fallbackCode, Message: "The Compute Driver preflight failed."})
 		return exitError{Code: 1}
 	}
 	for _, w := range warnings {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/installcfg"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/settings"
 )
 
@@ -132,7 +133,7 @@ func TestStartupConfigKubernetesRefusals(t *testing.T) {
 				mode = settings.Production
 			}
 			_, _, err := startupConfig(noEnv, mode, writeStartupYAML(t, strings.Replace(doc, tc.old, tc.new, 1)), "", "")
-			var ie *installcfg.Error
+			var ie *problem.Error
 			if !errors.As(err, &ie) || ie.Code != installcfg.CodeDriverConfigurationInvalid {
 				t.Fatalf("startupConfig = %v", err)
 			}
@@ -160,7 +161,7 @@ func TestStartupConfigKubernetesRefusals(t *testing.T) {
 		t.Fatalf("startupConfig: %v", err)
 	}
 	_, _, err = storageDrivers(cfg, settings.Development, noEnv)
-	var ie *installcfg.Error
+	var ie *problem.Error
 	if !errors.As(err, &ie) || len(ie.Details) != 1 || ie.Details[0].Path != "/drivers/configuration/configuration/authentication/mode" {
 		t.Fatalf("storageDrivers with inCluster outside a Pod = %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -39,7 +40,7 @@ database is up to date and exits 1 when migrations are pending or the history is
 
 func runMigrate(ctx context.Context, env Env, check bool) error {
 	fail := func(code, message string) error {
-		obs.WriteStartupFailure(env.Stderr, migrateService, "migration.failed", code, message, nil)
+		obs.WriteStartupFailure(env.Stderr, migrateService, "migration.failed", &problem.Error{Code: code, Message: message})
 		return exitError{Code: 1}
 	}
 	cfg, err := settings.LoadMigration(env.Lookup)

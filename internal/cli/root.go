@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/settings"
 )
 
@@ -106,17 +107,13 @@ func Execute(ctx context.Context, env Env, args []string) int {
 }
 
 // reportStartupFailure writes the single failure line of a process that cannot start and returns
-// the error that exits 1. Settings errors keep their code, message and details.
+// the error that exits 1. A settings refusal (a *problem.Error) keeps its code, message and
+// details; anything else is reported with the fallback code and message.
 func reportStartupFailure(env Env, service, event string, err error, fallbackCode, fallbackMessage string) error {
-	var se *settings.Error
-	if errors.As(err, &se) {
-		details := make([]obs.Detail, len(se.Details))
-		for i, d := range se.Details {
-			details[i] = obs.Detail{Path: d.Path, Code: d.Code}
-		}
-		obs.WriteStartupFailure(env.Stderr, service, event, se.Code, se.Message, details)
-	} else {
-		obs.WriteStartupFailure(env.Stderr, service, event, fallbackCode, fallbackMessage, nil)
+	var pe *problem.Error
+	if !errors.As(err, &pe) {
+		pe = &problem.Error{Code: fallbackCode, Message: fallbackMessage}
 	}
+	obs.WriteStartupFailure(env.Stderr, service, event, pe)
 	return exitError{Code: 1}
 }

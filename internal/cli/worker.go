@@ -10,6 +10,7 @@ import (
 
 	"github.com/openclaw/occ/internal/metrics"
 	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/store"
@@ -39,7 +40,7 @@ development selects the Docker Compute Driver. SIGTERM or SIGINT interrupts the 
 
 func runWorker(ctx context.Context, env Env) error {
 	fail := func(code, message string, attrs ...any) error {
-		obs.WriteStartupFailure(env.Stderr, workerService, workerStartupError, code, message, nil)
+		obs.WriteStartupFailure(env.Stderr, workerService, workerStartupError, &problem.Error{Code: code, Message: message})
 		return exitError{Code: 1}
 	}
 	cfg, err := settings.LoadWorker(env.Lookup)

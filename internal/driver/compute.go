@@ -39,8 +39,8 @@ const (
 	CauseWrapperError  = "WRAPPER_ERROR"
 )
 
-// Runtime failure codes the worker maps to an immediate deployment failure
-// (reference/worker-lifecycle.md §3.7.2). Other codes keep the deployment pending.
+// Runtime failure codes the worker maps to an immediate deployment failure. Other codes keep the
+// deployment pending.
 const (
 	RuntimeAuthenticationFailed = "AUTHENTICATION_FAILED"
 	RuntimeModelProbeCPUStarved = "MODEL_PROBE_CPU_STARVED"
@@ -51,7 +51,7 @@ const (
 	RuntimeIncompatibleResponse = "INCOMPATIBLE_RESPONSE"
 )
 
-// Harness authentication methods (SPEC §3).
+// Harness authentication methods.
 const (
 	HarnessAuthRuntime  = "runtime"
 	HarnessAuthAPIKey   = "api_key"
@@ -196,7 +196,7 @@ type RevisionReadiness struct {
 	Warnings       []PluginWarning
 }
 
-// Compute is the Compute Driver contract (reference/drivers-config-obs.md §1.2.1). Optional
+// Compute is the Compute Driver contract. Optional
 // capabilities are the small interfaces below, discovered by type assertion.
 type Compute interface {
 	// ID is the operator's selection id, recorded in revisions and work.
@@ -260,9 +260,9 @@ type RuntimeCredentialDeleter interface {
 	DeleteAgentRuntimeCredentials(ctx context.Context, agent AgentRef) error
 }
 
-// PrepareFailureDescriber maps an error of PrepareRevision to a stable diagnostic code and the stage
-// it came from, for the worker's worker.compute-prepare-failed line (Kubernetes: KUBERNETES_* codes
-// and stages such as gateway_deployment).
+// PrepareFailureDescriber maps an error of PrepareRevision to a stable diagnostic code and the
+// stage it came from, for the worker's worker.compute-prepare-failed line (Kubernetes: KUBERNETES_*
+// codes and stages such as gateway_deployment).
 type PrepareFailureDescriber interface {
 	DescribePrepareFailure(err error) (code, stage string)
 }

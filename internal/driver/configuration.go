@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // ConfigurationKindAgent is the only Configuration kind.
@@ -20,9 +22,9 @@ type ConfigurationRef struct {
 	ID          string
 }
 
-// ConfigurationDocument is the Configuration a Configuration Driver stores
-// (reference/drivers-config-obs.md §1.3). OCC owns the identity, kind, generation and bindings;
-// the driver stores them with the native document and returns them unchanged.
+// ConfigurationDocument is the Configuration a Configuration Driver stores. OCC owns the identity,
+// kind, generation and bindings; the driver stores them with the native document and returns them
+// unchanged.
 type ConfigurationDocument struct {
 	ID          string `json:"id"`
 	NamespaceID string `json:"namespaceId"`
@@ -42,7 +44,7 @@ func (d ConfigurationDocument) Ref() ConfigurationRef {
 	return ConfigurationRef{NamespaceID: d.NamespaceID, ID: d.ID}
 }
 
-// Configuration is the Configuration Driver contract (reference/drivers-config-obs.md §1.3). It
+// Configuration is the Configuration Driver contract. It
 // stores native Agent Configuration per Namespace; OCC owns ids, generations, authorization and
 // revision snapshots. Errors other than ErrConfigurationNotFound and *ConfigurationValueError are
 // dependency failures (the API answers 503).
@@ -65,12 +67,10 @@ type Configuration interface {
 	Delete(ctx context.Context, ref ConfigurationRef) error
 }
 
-// ConfigurationValueError is a Configuration the backend cannot represent. Path is a JSON Pointer
-// inside values; Code one of the Detail* codes; Message a fixed sentence without the value.
+// ConfigurationValueError is a Configuration the backend cannot represent: one detail whose Path
+// is a JSON Pointer inside values and whose Message is a fixed sentence without the value.
 type ConfigurationValueError struct {
-	Path    string
-	Code    string
-	Message string
+	problem.Detail
 }
 
 func (e *ConfigurationValueError) Error() string {

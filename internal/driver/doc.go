@@ -1,6 +1,5 @@
-// Package driver defines the contracts between OCC and its drivers, starting with the Compute Driver,
-// and the value types, typed errors and configuration schemas they share
-// (reference/drivers-config-obs.md §1, reference/worker-lifecycle.md §3 and Appendix A).
+// Package driver defines the contracts between OCC and its drivers, starting with the Compute
+// Driver, and the value types, typed errors and configuration schemas they share.
 //
 // Implementations live in sub-packages (simulated, docker, later kubernetes) and know nothing of
 // store, platform or HTTP: the worker hands them plain values (a Namespace, an immutable revision

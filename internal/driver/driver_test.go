@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 const secretish = "sk-proj-abcdefghijklmnopqrstuvwxyz"
@@ -25,7 +26,7 @@ func testSchema() driver.ObjectSchema {
 		}},
 		{Name: "checked", Type: driver.TypeString, Check: func(v any) (string, string) {
 			if v.(string) != "ok" {
-				return driver.DetailInvalidValue, "Must be ok."
+				return problem.DetailInvalidValue, "Must be ok."
 			}
 			return "", ""
 		}},
@@ -37,33 +38,33 @@ func TestObjectSchemaValidate(t *testing.T) {
 	cases := []struct {
 		name string
 		cfg  map[string]any
-		want []driver.Detail // Path and Code only
+		want []problem.Detail // Path and Code only
 	}{
 		{"valid minimal", map[string]any{"name": "abc"}, nil},
 		{"valid full", map[string]any{"name": "abc", "count": 3, "mode": "b", "on": true, "nested": map[string]any{"inner": 1}, "checked": "ok"}, nil},
 		{"integer as float64", map[string]any{"name": "abc", "count": float64(4)}, nil},
 		{"integer as json.Number", map[string]any{"name": "abc", "count": json.Number("4")}, nil},
 		{"integer as uint64", map[string]any{"name": "abc", "count": uint64(4)}, nil},
-		{"nil configuration", nil, []driver.Detail{{Path: "/name", Code: driver.DetailRequired}}},
+		{"nil configuration", nil, []problem.Detail{{Path: "/name", Code: problem.DetailRequired}}},
 		{"unknown field", map[string]any{"name": "abc", "zz": secretish, "a/b~c": 1},
-			[]driver.Detail{{Path: "/a~1b~0c", Code: driver.DetailUnknownField}, {Path: "/zz", Code: driver.DetailUnknownField}}},
+			[]problem.Detail{{Path: "/a~1b~0c", Code: problem.DetailUnknownField}, {Path: "/zz", Code: problem.DetailUnknownField}}},
 		{"wrong types", map[string]any{"name": 5, "count": "3", "on": "true", "nested": []any{}, "mode": 1},
-			[]driver.Detail{
-				{Path: "/name", Code: driver.DetailInvalidType},
-				{Path: "/count", Code: driver.DetailInvalidType},
-				{Path: "/mode", Code: driver.DetailInvalidType},
-				{Path: "/on", Code: driver.DetailInvalidType},
-				{Path: "/nested", Code: driver.DetailInvalidType},
+			[]problem.Detail{
+				{Path: "/name", Code: problem.DetailInvalidType},
+				{Path: "/count", Code: problem.DetailInvalidType},
+				{Path: "/mode", Code: problem.DetailInvalidType},
+				{Path: "/on", Code: problem.DetailInvalidType},
+				{Path: "/nested", Code: problem.DetailInvalidType},
 			}},
-		{"fractional integer", map[string]any{"name": "abc", "count": 2.5}, []driver.Detail{{Path: "/count", Code: driver.DetailInvalidType}}},
-		{"unsafe integer", map[string]any{"name": "abc", "count": float64(1 << 60)}, []driver.Detail{{Path: "/count", Code: driver.DetailInvalidType}}},
-		{"out of range", map[string]any{"name": "abc", "count": 11}, []driver.Detail{{Path: "/count", Code: driver.DetailInvalidValue}}},
-		{"too long", map[string]any{"name": "abcdefghi"}, []driver.Detail{{Path: "/name", Code: driver.DetailTooLong}}},
-		{"pattern", map[string]any{"name": "ABC"}, []driver.Detail{{Path: "/name", Code: driver.DetailInvalidFormat}}},
-		{"enum", map[string]any{"name": "abc", "mode": "c"}, []driver.Detail{{Path: "/mode", Code: driver.DetailInvalidValue}}},
+		{"fractional integer", map[string]any{"name": "abc", "count": 2.5}, []problem.Detail{{Path: "/count", Code: problem.DetailInvalidType}}},
+		{"unsafe integer", map[string]any{"name": "abc", "count": float64(1 << 60)}, []problem.Detail{{Path: "/count", Code: problem.DetailInvalidType}}},
+		{"out of range", map[string]any{"name": "abc", "count": 11}, []problem.Detail{{Path: "/count", Code: problem.DetailInvalidValue}}},
+		{"too long", map[string]any{"name": "abcdefghi"}, []problem.Detail{{Path: "/name", Code: problem.DetailTooLong}}},
+		{"pattern", map[string]any{"name": "ABC"}, []problem.Detail{{Path: "/name", Code: problem.DetailInvalidFormat}}},
+		{"enum", map[string]any{"name": "abc", "mode": "c"}, []problem.Detail{{Path: "/mode", Code: problem.DetailInvalidValue}}},
 		{"nested", map[string]any{"name": "abc", "nested": map[string]any{"x": 1}},
-			[]driver.Detail{{Path: "/nested/x", Code: driver.DetailUnknownField}, {Path: "/nested/inner", Code: driver.DetailRequired}}},
-		{"check", map[string]any{"name": "abc", "checked": secretish}, []driver.Detail{{Path: "/checked", Code: driver.DetailInvalidValue}}},
+			[]problem.Detail{{Path: "/nested/x", Code: problem.DetailUnknownField}, {Path: "/nested/inner", Code: problem.DetailRequired}}},
+		{"check", map[string]any{"name": "abc", "checked": secretish}, []problem.Detail{{Path: "/checked", Code: problem.DetailInvalidValue}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +76,7 @@ func TestObjectSchemaValidate(t *testing.T) {
 
 // checkDetails validates cfg against schema and compares the details' paths and codes with want
 // (nil: valid); messages must be present and never repeat the submitted value.
-func checkDetails(t *testing.T, schema driver.ObjectSchema, cfg map[string]any, want []driver.Detail) {
+func checkDetails(t *testing.T, schema driver.ObjectSchema, cfg map[string]any, want []problem.Detail) {
 	t.Helper()
 	err := schema.Validate(cfg)
 	if want == nil {
@@ -88,12 +89,12 @@ func checkDetails(t *testing.T, schema driver.ObjectSchema, cfg map[string]any, 
 	if !errors.As(err, &ce) {
 		t.Fatalf("Validate: %v, want *ConfigurationError", err)
 	}
-	var got []driver.Detail
+	var got []problem.Detail
 	for _, d := range ce.Details {
 		if d.Message == "" || strings.Contains(d.Message, secretish) {
 			t.Errorf("detail %s has an unsafe message %q", d.Path, d.Message)
 		}
-		got = append(got, driver.Detail{Path: d.Path, Code: d.Code})
+		got = append(got, problem.Detail{Path: d.Path, Code: d.Code})
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("details = %v, want %v", got, want)
@@ -136,7 +137,7 @@ func TestErrorClassAndCode(t *testing.T) {
 		{&driver.ActivationFailedError{Code: "AGENT_GATEWAY_UNAUTHORIZED"}, "ActivationFailedError", "AGENT_GATEWAY_UNAUTHORIZED", true},
 		{&driver.UnsupportedError{Code: driver.CodeHarnessAuthenticationUnsupported}, "UnsupportedError", driver.CodeHarnessAuthenticationUnsupported, true},
 		{&driver.PreflightError{Code: driver.CodeKubernetesAPIUnavailable, Host: "10.0.0.1", Port: 6443}, "PreflightError", driver.CodeKubernetesAPIUnavailable, false},
-		{&driver.ConfigurationError{}, "ConfigurationError", driver.CodeDriverConfigurationInvalid, true},
+		{driver.NewConfigurationError(), "ConfigurationError", driver.CodeDriverConfigurationInvalid, true},
 		{&driver.ImplementationUnavailableError{Implementation: "x", Code: driver.CodeDriverUnavailableInProduction}, "ImplementationUnavailableError", driver.CodeDriverUnavailableInProduction, true},
 		{&driver.InvalidObservationError{Reason: "r"}, "InvalidObservationError", driver.CodeInvalidDriverObservation, true},
 		{context.Canceled, "Canceled", "", false},
@@ -392,7 +393,7 @@ func collectionSchema() driver.ObjectSchema {
 				Type: driver.TypeString, Pattern: `^[a-z]+$`,
 				Check: func(v any) (string, string) {
 					if v.(string) == "bad" {
-						return driver.DetailInvalidValue, "Must not be bad."
+						return problem.DetailInvalidValue, "Must not be bad."
 					}
 					return "", ""
 				},
@@ -403,7 +404,7 @@ func collectionSchema() driver.ObjectSchema {
 			{Name: "labels", Type: driver.TypeStringMap, MinItems: 1, MaxItems: 2,
 				KeyCheck: func(k string) (string, string) {
 					if strings.HasPrefix(k, "-") {
-						return driver.DetailInvalidFormat, "Must be a label key."
+						return problem.DetailInvalidFormat, "Must be a label key."
 					}
 					return "", ""
 				},
@@ -419,9 +420,9 @@ func collectionSchema() driver.ObjectSchema {
 					{Name: "note", Type: driver.TypeString},
 				}},
 		},
-		Check: func(cfg map[string]any) []driver.Detail {
+		Check: func(cfg map[string]any) []problem.Detail {
 			if l, ok := cfg["list"].([]any); ok && len(l) == 3 {
-				return []driver.Detail{{Path: "/list", Code: driver.DetailInvalidValue, Message: "Cross-field rule."}}
+				return []problem.Detail{{Path: "/list", Code: problem.DetailInvalidValue, Message: "Cross-field rule."}}
 			}
 			return nil
 		},
@@ -433,30 +434,30 @@ func TestCollectionsAndVariants(t *testing.T) {
 	cases := []struct {
 		name string
 		cfg  map[string]any
-		want []driver.Detail
+		want []problem.Detail
 	}{
 		{"valid", map[string]any{"list": []any{"a", "b"}, "peers": []any{map[string]any{"ns": "x"}},
 			"labels": map[string]any{"a/b": "v"}, "auth": map[string]any{"mode": "file", "path": "/p", "note": "n"}}, nil},
 		{"valid variant without keys", map[string]any{"auth": map[string]any{"mode": "none"}}, nil},
-		{"array type", map[string]any{"list": "a"}, []driver.Detail{{Path: "/list", Code: driver.DetailInvalidType}}},
-		{"array too short", map[string]any{"list": []any{}}, []driver.Detail{{Path: "/list", Code: driver.DetailInvalidValue}}},
-		{"array too long", map[string]any{"list": []any{"a", "b", "c", "d"}}, []driver.Detail{{Path: "/list", Code: driver.DetailInvalidValue}}},
+		{"array type", map[string]any{"list": "a"}, []problem.Detail{{Path: "/list", Code: problem.DetailInvalidType}}},
+		{"array too short", map[string]any{"list": []any{}}, []problem.Detail{{Path: "/list", Code: problem.DetailInvalidValue}}},
+		{"array too long", map[string]any{"list": []any{"a", "b", "c", "d"}}, []problem.Detail{{Path: "/list", Code: problem.DetailInvalidValue}}},
 		{"array items", map[string]any{"list": []any{"a", 1, "B", "bad"}[1:]},
-			[]driver.Detail{{Path: "/list/0", Code: driver.DetailInvalidType}, {Path: "/list/1", Code: driver.DetailInvalidFormat}, {Path: "/list/2", Code: driver.DetailInvalidValue}}},
+			[]problem.Detail{{Path: "/list/0", Code: problem.DetailInvalidType}, {Path: "/list/1", Code: problem.DetailInvalidFormat}, {Path: "/list/2", Code: problem.DetailInvalidValue}}},
 		{"array of objects", map[string]any{"peers": []any{map[string]any{}, map[string]any{"ns": "x", "zz": 1}}},
-			[]driver.Detail{{Path: "/peers/0/ns", Code: driver.DetailRequired}, {Path: "/peers/1/zz", Code: driver.DetailUnknownField}}},
-		{"map type", map[string]any{"labels": []any{}}, []driver.Detail{{Path: "/labels", Code: driver.DetailInvalidType}}},
-		{"map empty", map[string]any{"labels": map[string]any{}}, []driver.Detail{{Path: "/labels", Code: driver.DetailInvalidValue}}},
-		{"map too big", map[string]any{"labels": map[string]any{"a": "1", "b": "2", "c": "3"}}, []driver.Detail{{Path: "/labels", Code: driver.DetailInvalidValue}}},
+			[]problem.Detail{{Path: "/peers/0/ns", Code: problem.DetailRequired}, {Path: "/peers/1/zz", Code: problem.DetailUnknownField}}},
+		{"map type", map[string]any{"labels": []any{}}, []problem.Detail{{Path: "/labels", Code: problem.DetailInvalidType}}},
+		{"map empty", map[string]any{"labels": map[string]any{}}, []problem.Detail{{Path: "/labels", Code: problem.DetailInvalidValue}}},
+		{"map too big", map[string]any{"labels": map[string]any{"a": "1", "b": "2", "c": "3"}}, []problem.Detail{{Path: "/labels", Code: problem.DetailInvalidValue}}},
 		{"map keys and values", map[string]any{"labels": map[string]any{"-k": "v", "n": 4}},
-			[]driver.Detail{{Path: "/labels/-k", Code: driver.DetailInvalidFormat}, {Path: "/labels/n", Code: driver.DetailInvalidType}}},
-		{"map value too long", map[string]any{"labels": map[string]any{"k": secretish}}, []driver.Detail{{Path: "/labels/k", Code: driver.DetailTooLong}}},
-		{"variant required", map[string]any{"auth": map[string]any{"mode": "file"}}, []driver.Detail{{Path: "/auth/path", Code: driver.DetailRequired}}},
-		{"variant forbids", map[string]any{"auth": map[string]any{"mode": "none", "path": "/p"}}, []driver.Detail{{Path: "/auth/path", Code: driver.DetailUnknownField}}},
-		{"variant unknown mode", map[string]any{"auth": map[string]any{"mode": "x", "path": "/p"}}, []driver.Detail{{Path: "/auth/mode", Code: driver.DetailInvalidValue}}},
-		{"variant missing mode", map[string]any{"auth": map[string]any{}}, []driver.Detail{{Path: "/auth/mode", Code: driver.DetailRequired}}},
-		{"root check", map[string]any{"list": []any{"a", "b", "c"}}, []driver.Detail{{Path: "/list", Code: driver.DetailInvalidValue}}},
-		{"root check skipped after property errors", map[string]any{"list": []any{"a", "b", "c"}, "zz": 1}, []driver.Detail{{Path: "/zz", Code: driver.DetailUnknownField}}},
+			[]problem.Detail{{Path: "/labels/-k", Code: problem.DetailInvalidFormat}, {Path: "/labels/n", Code: problem.DetailInvalidType}}},
+		{"map value too long", map[string]any{"labels": map[string]any{"k": secretish}}, []problem.Detail{{Path: "/labels/k", Code: problem.DetailTooLong}}},
+		{"variant required", map[string]any{"auth": map[string]any{"mode": "file"}}, []problem.Detail{{Path: "/auth/path", Code: problem.DetailRequired}}},
+		{"variant forbids", map[string]any{"auth": map[string]any{"mode": "none", "path": "/p"}}, []problem.Detail{{Path: "/auth/path", Code: problem.DetailUnknownField}}},
+		{"variant unknown mode", map[string]any{"auth": map[string]any{"mode": "x", "path": "/p"}}, []problem.Detail{{Path: "/auth/mode", Code: problem.DetailInvalidValue}}},
+		{"variant missing mode", map[string]any{"auth": map[string]any{}}, []problem.Detail{{Path: "/auth/mode", Code: problem.DetailRequired}}},
+		{"root check", map[string]any{"list": []any{"a", "b", "c"}}, []problem.Detail{{Path: "/list", Code: problem.DetailInvalidValue}}},
+		{"root check skipped after property errors", map[string]any{"list": []any{"a", "b", "c"}, "zz": 1}, []problem.Detail{{Path: "/zz", Code: problem.DetailUnknownField}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // Stable error codes shared by drivers and the worker.
@@ -16,8 +18,8 @@ const (
 	CodeComputeDriverMismatch            = "COMPUTE_DRIVER_MISMATCH"
 	CodeInvalidDriverObservation         = "INVALID_DRIVER_OBSERVATION"
 	// CodeDriverConfigurationInvalid is the startup code of a configuration that fails its
-	// implementation's schema or semantic validation (SPEC §5).
-	CodeDriverConfigurationInvalid = "DRIVER_CONFIGURATION_INVALID"
+	// implementation's schema or semantic validation.
+	CodeDriverConfigurationInvalid = problem.CodeDriverConfigurationInvalid
 	// CodeDriverUnavailableInProduction refuses a development-only implementation in production.
 	CodeDriverUnavailableInProduction = "DRIVER_UNAVAILABLE_IN_PRODUCTION"
 	// CodeDriverImplementationUnknown refuses an implementation name that is not compiled in.

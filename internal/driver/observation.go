@@ -119,8 +119,8 @@ func isAlnum(r rune) bool {
 	return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
 }
 
-// CheckEnsureObservation validates an EnsureNamespace observation for namespaceID (worker §3.3
-// step 4). It returns *InvalidObservationError.
+// CheckEnsureObservation validates an EnsureNamespace observation for namespaceID: it must
+// set Ready and only Ready, for that Namespace. It returns *InvalidObservationError.
 func CheckEnsureObservation(namespaceID string, o NamespaceObservation) error {
 	if o.Ready == nil || o.Deleted != nil {
 		return &InvalidObservationError{Reason: "an ensure observation must set Ready and only Ready"}
@@ -164,7 +164,7 @@ func boundedPrintable(s string) bool {
 	return true
 }
 
-// CheckRevisionReadiness validates a PrepareRevision result for rev (worker §3.7.1): it must name
+// CheckRevisionReadiness validates a PrepareRevision result for rev: it must name
 // rev's Namespace, Agent and revision, and its warnings must use known codes with a plugin id,
 // without duplicates. Whether a warning's plugin was admitted is the worker's check. A
 // RuntimeFailure that ValidRuntimeFailure refuses is dropped by the worker, not an invalid

@@ -3,58 +3,39 @@ package driver
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/openclaw/occ/internal/obs"
 	"math"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 )
-
-// Detail codes of ConfigurationError (the API's detail vocabulary, SPEC §5; from obs).
-const (
-	DetailRequired      = obs.DetailRequired
-	DetailUnknownField  = obs.DetailUnknownField
-	DetailInvalidType   = obs.DetailInvalidType
-	DetailInvalidFormat = obs.DetailInvalidFormat
-	DetailInvalidValue  = obs.DetailInvalidValue
-	DetailTooLong       = obs.DetailTooLong
-)
-
-// MaxDetails bounds ConfigurationError.Details, as the startup error contract does.
-const MaxDetails = 32
-
-// Detail locates one configuration problem.
-type Detail struct {
-	// Path is an RFC 6901 JSON Pointer relative to the driver's configuration object ("" is the
-	// object itself); the startup loader prefixes it with the selection's path.
-	Path string
-	// Code is one of the Detail* constants.
-	Code string
-	// Message is a fixed sentence that never contains the submitted value.
-	Message string
-}
 
 // ConfigurationError is a driver configuration that fails its schema or semantic validation.
-// Startup reports it as DRIVER_CONFIGURATION_INVALID with the details.
+// Startup reports it as DRIVER_CONFIGURATION_INVALID with the details, whose paths are JSON
+// Pointers relative to the driver's configuration object ("" is the object itself); the startup
+// loader prefixes them with the selection's path.
 type ConfigurationError struct {
-	Details []Detail
+	problem.Problem
 }
 
-func (e *ConfigurationError) Error() string {
-	if len(e.Details) == 0 {
-		return CodeDriverConfigurationInvalid
+// NewConfigurationError returns the refusal of details (at most problem.MaxDetails are kept).
+// Its message names the first detail and how many follow; it holds paths and fixed sentences,
+// never a submitted value.
+func NewConfigurationError(details ...problem.Detail) *ConfigurationError {
+	details = problem.Limit(details)
+	message := ""
+	if len(details) > 0 {
+		d := details[0]
+		message = d.Code + " at " + pointerOrRoot(d.Path) + ": " + d.Message
+		if n := len(details) - 1; n > 0 {
+			message += fmt.Sprintf(" (and %d more)", n)
+		}
 	}
-	d := e.Details[0]
-	s := CodeDriverConfigurationInvalid + ": " + d.Code + " at " + pointerOrRoot(d.Path) + ": " + d.Message
-	if n := len(e.Details) - 1; n > 0 {
-		s += fmt.Sprintf(" (and %d more)", n)
-	}
-	return s
+	return &ConfigurationError{Problem: problem.Problem{Code: CodeDriverConfigurationInvalid, Message: message, Details: details}}
 }
-
-// ErrorCode returns DRIVER_CONFIGURATION_INVALID.
-func (e *ConfigurationError) ErrorCode() string { return CodeDriverConfigurationInvalid }
 
 func pointerOrRoot(p string) string {
 	if p == "" {
@@ -145,7 +126,7 @@ type ObjectSchema struct {
 	// Check is the implementation's semantic validation (rules across several keys). It runs only
 	// when the properties raised nothing and returns details with paths relative to the root. It
 	// is not part of the JSON Schema document.
-	Check func(configuration map[string]any) []Detail
+	Check func(configuration map[string]any) []problem.Detail
 }
 
 // JSONSchema implements ConfigurationSchema.
@@ -257,7 +238,7 @@ func variantDocuments(p Property) []any {
 
 // Validate implements ConfigurationSchema.
 func (s ObjectSchema) Validate(configuration map[string]any) error {
-	var details []Detail
+	var details []problem.Detail
 	validateObject("", s.Properties, configuration, &details)
 	if len(details) == 0 && s.Check != nil {
 		details = append(details, s.Check(configuration)...)
@@ -265,13 +246,10 @@ func (s ObjectSchema) Validate(configuration map[string]any) error {
 	if len(details) == 0 {
 		return nil
 	}
-	if len(details) > MaxDetails {
-		details = details[:MaxDetails]
-	}
-	return &ConfigurationError{Details: details}
+	return NewConfigurationError(details...)
 }
 
-func validateObject(path string, props []Property, obj map[string]any, out *[]Detail) {
+func validateObject(path string, props []Property, obj map[string]any, out *[]problem.Detail) {
 	known := make(map[string]bool, len(props))
 	for _, p := range props {
 		known[p.Name] = true
@@ -283,7 +261,7 @@ func validateObject(path string, props []Property, obj map[string]any, out *[]De
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !known[k] {
-			*out = append(*out, Detail{Path: path + "/" + EscapePointer(k), Code: DetailUnknownField, Message: "This option is not supported."})
+			*out = append(*out, problem.Detail{Path: path + "/" + EscapePointer(k), Code: problem.DetailUnknownField, Message: "This option is not supported."})
 		}
 	}
 	for _, p := range props {
@@ -291,7 +269,7 @@ func validateObject(path string, props []Property, obj map[string]any, out *[]De
 		at := path + "/" + EscapePointer(p.Name)
 		if !ok {
 			if p.Required {
-				*out = append(*out, Detail{Path: at, Code: DetailRequired, Message: "This option is required."})
+				*out = append(*out, problem.Detail{Path: at, Code: problem.DetailRequired, Message: "This option is required."})
 			}
 			continue
 		}
@@ -299,13 +277,13 @@ func validateObject(path string, props []Property, obj map[string]any, out *[]De
 	}
 }
 
-func validateValue(at string, p Property, v any, out *[]Detail) {
-	add := func(code, msg string) { *out = append(*out, Detail{Path: at, Code: code, Message: msg}) }
+func validateValue(at string, p Property, v any, out *[]problem.Detail) {
+	add := func(code, msg string) { *out = append(*out, problem.Detail{Path: at, Code: code, Message: msg}) }
 	wrongType := func(msg string) {
 		if p.TypeMessage != "" {
 			msg = p.TypeMessage
 		}
-		add(DetailInvalidType, msg)
+		add(problem.DetailInvalidType, msg)
 	}
 	before := len(*out)
 	switch p.Type {
@@ -316,15 +294,15 @@ func validateValue(at string, p Property, v any, out *[]Detail) {
 			return
 		}
 		if p.MaxLength > 0 && len(s) > p.MaxLength {
-			add(DetailTooLong, "Must be at most "+strconv.Itoa(p.MaxLength)+" bytes long.")
+			add(problem.DetailTooLong, "Must be at most "+strconv.Itoa(p.MaxLength)+" bytes long.")
 			return
 		}
 		if p.Pattern != "" && !regexp.MustCompile(p.Pattern).MatchString(s) {
-			add(DetailInvalidFormat, "Has an invalid format.")
+			add(problem.DetailInvalidFormat, "Has an invalid format.")
 			return
 		}
 		if len(p.Enum) > 0 && !contains(p.Enum, s) {
-			add(DetailInvalidValue, "Must be one of: "+strings.Join(p.Enum, ", ")+".")
+			add(problem.DetailInvalidValue, schema.EnumMessage(p.Enum))
 			return
 		}
 	case TypeInteger:
@@ -334,7 +312,7 @@ func validateValue(at string, p Property, v any, out *[]Detail) {
 			return
 		}
 		if n < p.Minimum || n > p.Maximum {
-			add(DetailInvalidValue, fmt.Sprintf("Must be between %d and %d.", p.Minimum, p.Maximum))
+			add(problem.DetailInvalidValue, fmt.Sprintf("Must be between %d and %d.", p.Minimum, p.Maximum))
 			return
 		}
 	case TypeBoolean:
@@ -388,7 +366,7 @@ func validateValue(at string, p Property, v any, out *[]Detail) {
 			kp := at + "/" + EscapePointer(k)
 			if p.KeyCheck != nil {
 				if code, msg := p.KeyCheck(k); code != "" {
-					*out = append(*out, Detail{Path: kp, Code: code, Message: msg})
+					*out = append(*out, problem.Detail{Path: kp, Code: code, Message: msg})
 					continue
 				}
 			}
@@ -409,11 +387,11 @@ func validateValue(at string, p Property, v any, out *[]Detail) {
 func countInBounds(n, min, max int, what string, add func(code, msg string)) bool {
 	switch {
 	case max > 0 && min == max && n != min:
-		add(DetailInvalidValue, fmt.Sprintf("Must have exactly %d %s.", min, what))
+		add(problem.DetailInvalidValue, fmt.Sprintf("Must have exactly %d %s.", min, what))
 	case n < min:
-		add(DetailInvalidValue, fmt.Sprintf("Must have at least %d %s.", min, what))
+		add(problem.DetailInvalidValue, fmt.Sprintf("Must have at least %d %s.", min, what))
 	case max > 0 && n > max:
-		add(DetailInvalidValue, fmt.Sprintf("Must have at most %d %s.", max, what))
+		add(problem.DetailInvalidValue, fmt.Sprintf("Must have at most %d %s.", max, what))
 	default:
 		return true
 	}
@@ -422,7 +400,7 @@ func countInBounds(n, min, max int, what string, add func(code, msg string)) boo
 
 // validateVariant applies the variant the discriminator selects: its required keys must be
 // present and keys outside it are refused. An unknown discriminator value was already reported.
-func validateVariant(at string, p Property, m map[string]any, out *[]Detail) {
+func validateVariant(at string, p Property, m map[string]any, out *[]problem.Detail) {
 	value, _ := m[p.Discriminator].(string)
 	var variant *Variant
 	for i := range p.Variants {
@@ -440,10 +418,10 @@ func validateVariant(at string, p Property, m map[string]any, out *[]Detail) {
 		_, present := m[q.Name]
 		switch {
 		case contains(variant.Required, q.Name) && !present:
-			*out = append(*out, Detail{Path: at + "/" + EscapePointer(q.Name), Code: DetailRequired,
+			*out = append(*out, problem.Detail{Path: at + "/" + EscapePointer(q.Name), Code: problem.DetailRequired,
 				Message: "This option is required when " + p.Discriminator + " is " + variant.Value + "."})
 		case present && !contains(variant.Required, q.Name) && !contains(variant.Optional, q.Name):
-			*out = append(*out, Detail{Path: at + "/" + EscapePointer(q.Name), Code: DetailUnknownField,
+			*out = append(*out, problem.Detail{Path: at + "/" + EscapePointer(q.Name), Code: problem.DetailUnknownField,
 				Message: "This option is not supported when " + p.Discriminator + " is " + variant.Value + "."})
 		}
 	}
@@ -463,7 +441,8 @@ const maxSafeInteger = 1<<53 - 1
 
 // IntegerValue returns v as an int64 when it is an integer value of any Go numeric type that a
 // YAML or JSON decoder produces (including whole float64 and json.Number) within the safe-integer
-// range.
+// range. A json.Number is judged on its digits, as the request schemas judge it (1.0 and 1e2 are
+// integers, 4.0000000000000000001 is not).
 func IntegerValue(v any) (int64, bool) {
 	var n int64
 	switch x := v.(type) {
@@ -501,13 +480,9 @@ func IntegerValue(v any) (int64, bool) {
 		}
 		n = int64(x)
 	case json.Number:
-		i, err := x.Int64()
-		if err != nil {
-			f, ferr := x.Float64()
-			if ferr != nil {
-				return 0, false
-			}
-			return IntegerValue(f)
+		i, class := schema.IntegerLiteral(string(x))
+		if class != schema.IsInteger {
+			return 0, false
 		}
 		n = i
 	default:

@@ -24,7 +24,7 @@ type StoredSecret struct {
 	Ref SecretRef
 }
 
-// Secret is the Secret Driver contract (reference/drivers-config-obs.md §1.4). Values go in and
+// Secret is the Secret Driver contract. Values go in and
 // never come back out, except through the optional ValueReader for transient server-side use.
 // Errors other than ErrSecretNotFound are dependency failures (the API answers 503). A driver never
 // logs, wraps or returns a value.

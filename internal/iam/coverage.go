@@ -2,7 +2,7 @@ package iam
 
 import "fmt"
 
-// grant is one effective grant of an identity (§3.10): one permission of one binding's Role, with
+// grant is one effective grant of an identity: one permission of one binding's Role, with
 // the combined Namespace scope and the binding's exact resource, if any.
 type grant struct {
 	perm         Permission
@@ -16,9 +16,9 @@ type grant struct {
 //
 // Each binding naming the identity directly, or (Principals only) naming a Group the identity is a
 // member of, contributes its Role's permissions, restricted to the binding's resource kind when the
-// binding targets one resource. The grant's scope is the one non-nil Namespace among the identity's,
-// the membership's, the binding's and the Role's; when two of them differ the grant can never apply
-// and is dropped. A binding whose Role is absent contributes nothing.
+// binding targets one resource. The grant's scope is the one non-nil Namespace among the
+// identity's, the membership's, the binding's and the Role's; when two of them differ the grant can
+// never apply and is dropped. A binding whose Role is absent contributes nothing.
 func effectiveGrants(slice PolicySlice, identityID string) (grants []grant, found bool) {
 	var ident *Identity
 	for i := range slice.Identities {
@@ -82,8 +82,8 @@ func effectiveGrants(slice PolicySlice, identityID string) (grants []grant, foun
 	return grants, true
 }
 
-// combineScopes returns the unique non-nil Namespace among scopes (nil when all are nil); ok is false
-// when two non-nil scopes differ.
+// combineScopes returns the unique non-nil Namespace among scopes (nil when all are nil); ok is
+// false when two non-nil scopes differ.
 func combineScopes(scopes ...*string) (ns *string, ok bool) {
 	for _, s := range scopes {
 		if s == nil {
@@ -98,8 +98,9 @@ func combineScopes(scopes ...*string) (ns *string, ok bool) {
 }
 
 // coversGrant reports whether holder grant h covers target grant t: same or broader Namespace (nil
-// is broader than any), same or broader resource (no filter is broader than any; otherwise the exact
-// same resource), and the same permission, except that agent:administer covers agent:read_logs.
+// is broader than any), same or broader resource (no filter is broader than any; otherwise the
+// exact same resource), and the same permission, except that agent:administer covers
+// agent:read_logs.
 func coversGrant(h, t grant) bool {
 	if h.namespaceID != nil && !ptrEq(h.namespaceID, t.namespaceID) {
 		return false
@@ -114,13 +115,13 @@ func coversGrant(h, t grant) bool {
 		t.perm == Permission{Action: ActionReadLogs, ResourceKind: KindAgent}
 }
 
-// Covers is the identity-coverage rule of api-iam §3.10 ("may holder delegate to target?") over two
-// loaded slices: true iff every effective grant of targetID in targetSlice is covered by some
-// effective grant of holderID in holderSlice. Restrictions are ignored: they apply to everyone alike.
+// Covers is the identity-coverage rule ("may holder delegate to target?") over two loaded slices:
+// true iff every effective grant of targetID in targetSlice is covered by some effective grant of
+// holderID in holderSlice. Restrictions are ignored: they apply to everyone alike.
 //
 // It fails closed: a structurally invalid slice returns false with an error wrapping
-// ErrPolicyInvalid, and an unknown holder or target returns false (an unknown target is not vacuously
-// covered).
+// ErrPolicyInvalid, and an unknown holder or target returns false (an unknown target is not
+// vacuously covered).
 func Covers(holderSlice PolicySlice, holderID string, targetSlice PolicySlice, targetID string) (bool, error) {
 	if err := ValidateSlice(holderSlice); err != nil {
 		return false, fmt.Errorf("iam: coverage: holder %q: %w", holderID, err)

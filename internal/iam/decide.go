@@ -19,7 +19,7 @@ const (
 	ReasonUnavailable = "policy unavailable"
 )
 
-// Decide is the decision algorithm of api-iam §3.8 over an already loaded slice, step by step:
+// Decide is the decision algorithm over an already loaded slice, step by step:
 // validate the slice, validate the request, find exactly one identity, keep a Namespace-scoped
 // identity inside its Namespace, collect the Principal's Groups, match bindings, match
 // Restrictions, then deny without a matched binding, deny with a matched Restriction, or allow.
@@ -145,7 +145,7 @@ func sortedUnique(ids []string) []string {
 	return slices.Compact(ids)
 }
 
-// CheckDecision is the caller-side rule of §3.8/§3.11: it reports whether d is a well-formed
+// CheckDecision is the caller-side rule of every decision: it reports whether d is a well-formed
 // decision of the driver driverID. A caller must treat a malformed decision as a denial (the API:
 // 403/503) or as an error (the worker: retry), never as an allow. Well-formed means: driverID is
 // non-empty and equals d.DriverID; the reason is non-empty; every evidence id is non-empty and no

@@ -1,6 +1,6 @@
 // Package iam is OCC's native IAM driver: the policy model (identities, Roles, AccessBindings,
-// Groups, Restrictions), the structural validation of persisted policy, the decision algorithm of
-// api-iam §3.8, the identity-coverage rule of §3.10 and the caller-side check of decisions.
+// Groups, Restrictions), the structural validation of persisted policy, the decision algorithm,
+// the identity-coverage rule and the caller-side check of decisions.
 //
 // The package holds no policy of its own. Every decision reads the policy it needs through a
 // PolicySource, fresh on every call (a policy change is effective on the next request on every
@@ -8,8 +8,8 @@
 // not grow with the size of the whole policy. The SQL behind PolicySource lives in package store.
 //
 // Everything fails closed: a storage error is returned as an error (never as an allow), a
-// structurally invalid policy denies every request, an unknown or ambiguous identity is denied, and a
-// caller treats a malformed Decision (see CheckDecision) as a denial.
+// structurally invalid policy denies every request, an unknown or ambiguous identity is denied, and
+// a caller treats a malformed Decision (see CheckDecision) as a denial.
 //
 // Decide, ValidateSlice and Covers are pure functions over a PolicySlice; Native wires them to a
 // PolicySource.

@@ -2,7 +2,7 @@ package iam
 
 import "slices"
 
-// Actions of api-iam §3.2. One action never implies another.
+// Actions of the IAM model. One action never implies another.
 const (
 	ActionCreate     = "create"
 	ActionRead       = "read"
@@ -15,7 +15,7 @@ const (
 	ActionUse        = "use"
 )
 
-// Resource kinds of api-iam §3.2.
+// Resource kinds of the IAM model.
 const (
 	KindInstallation     = "installation"
 	KindNamespace        = "namespace"
@@ -52,8 +52,8 @@ var kindOrder = []string{
 	KindAgent, KindAgentRevision, KindCredentialSource,
 }
 
-// supportedMatrix is the table of §3.2: for each resource kind, the only actions any operation
-// checks. Its order is the order of the reference and of SupportedPermissions.
+// supportedMatrix is the supported-permission table: for each resource kind, the only actions any
+// operation checks. Its order is the order of the reference and of SupportedPermissions.
 var supportedMatrix = []struct {
 	kind    string
 	actions []string
@@ -92,19 +92,19 @@ func toSet(values []string) map[string]struct{} {
 	return m
 }
 
-// Actions returns every action of §3.2, in the reference's order.
+// Actions returns every action, in the order of the upstream model.
 func Actions() []string { return append([]string(nil), actionOrder...) }
 
-// ResourceKinds returns every resource kind of §3.2, in the reference's order.
+// ResourceKinds returns every resource kind, in the order of the upstream model.
 func ResourceKinds() []string { return append([]string(nil), kindOrder...) }
 
-// ValidAction reports whether action is one of the actions of §3.2.
+// ValidAction reports whether action is one of the actions.
 func ValidAction(action string) bool { _, ok := actionSet[action]; return ok }
 
-// ValidResourceKind reports whether kind is one of the resource kinds of §3.2.
+// ValidResourceKind reports whether kind is one of the resource kinds.
 func ValidResourceKind(kind string) bool { _, ok := kindSet[kind]; return ok }
 
-// Supported reports whether (action, kind) is in the supported matrix of §3.2.
+// Supported reports whether (action, kind) is in the supported matrix.
 func Supported(action, kind string) bool {
 	return slices.Contains(supportedByKind[kind], action)
 }
@@ -122,7 +122,7 @@ func SupportedPermissions() []Permission {
 }
 
 // BootstrapAdministratorPermissions returns the permission set of the seeded "Installation
-// administrator" Role (§3.3), in the order the reference lists it. It deliberately lacks
+// administrator" Role, in the order the reference lists it. It deliberately lacks
 // agent:read_logs and agent:use. The Role is seeded once and never upgraded, so this list must not
 // change for an existing Installation.
 func BootstrapAdministratorPermissions() []Permission {

@@ -6,37 +6,40 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
-// PolicySource loads the slice of persisted policy one decision needs. Implementations read fresh on
-// every call (no cache), through indexed queries, so the cost of a call depends on the requesting
-// identity's own policy, not on the size of the whole policy. Any storage failure must be returned
-// as an error.
+// PolicySource loads the slice of persisted policy one decision needs. Implementations read fresh
+// on every call (no cache), through indexed queries, so the cost of a call depends on the
+// requesting identity's own policy, not on the size of the whole policy. Any storage failure must
+// be returned as an error.
 type PolicySource interface {
 	// DecisionPolicy returns: every identity row whose id == principalID (0, 1 or, in a corrupted
 	// store, more); the group memberships of that identity and the groups they name; every access
 	// binding whose subject is that identity or one of those groups; the roles those bindings
 	// reference (a missing one is simply absent); every restriction with action == action and
 	// resourceKind == resource.Kind (any namespace or resource id: the algorithm filters); and
-	// PolicyNonEmpty (at least one identity, one role and one binding exist in the whole store).
-	// A loader may also leave out bindings and restrictions that cannot match the requested resource
+	// PolicyNonEmpty (at least one identity, one role and one binding exist in the whole store). A
+	// loader may also leave out bindings and restrictions that cannot match the requested resource
 	// (another namespace, another exact resource) and the roles only those bindings reference: they
 	// can never match, so the decision is the same.
 	DecisionPolicy(ctx context.Context, principalID string, action string, resource Resource) (PolicySlice, error)
-	// DecisionPolicies returns, for every resource, what DecisionPolicy returns for it (slices[i] for
-	// resources[i]), reading the store once per (kind, Namespace) among the resources rather than once
-	// per resource: a list page of one kind in one Namespace costs one read.
+	// DecisionPolicies returns, for every resource, what DecisionPolicy returns for it (slices[i]
+	// for resources[i]), reading the store once per (kind, Namespace) among the resources rather
+	// than once per resource: a list page of one kind in one Namespace costs one read.
 	DecisionPolicies(ctx context.Context, principalID string, action string, resources []Resource) ([]PolicySlice, error)
-	// IdentityGrants returns the identity row(s) with that id, its memberships and their groups, its
-	// bindings (direct and via those groups) and their roles, and PolicyNonEmpty as DecisionPolicy
-	// does: what coverage needs. Restrictions may be left out (coverage ignores them).
+	// IdentityGrants returns the identity row(s) with that id, its memberships and their groups,
+	// its bindings (direct and via those groups) and their roles, and PolicyNonEmpty as
+	// DecisionPolicy does: what coverage needs. Restrictions may be left out (coverage ignores
+	// them).
 	IdentityGrants(ctx context.Context, identityID string) (PolicySlice, error)
 	// LookupIdentity finds identities by (issuer, subject) or by service principal id (never both),
 	// ignoring q.NamespaceID (the caller filters by scope).
 	LookupIdentity(ctx context.Context, q IdentityLookup) ([]Identity, error)
 }
 
-// Driver is the IAM driver contract of api-iam §3.12 that the API and the worker depend on.
+// Driver is the IAM driver contract that the API and the worker depend on.
 type Driver interface {
 	ID() string
 	// LookupIdentity returns nil, nil for an unknown identity.
@@ -45,8 +48,8 @@ type Driver interface {
 	Authorize(ctx context.Context, req Request) (Decision, error)
 }
 
-// IdentityCoverage is the optional capability of §3.10; a driver without it cannot issue or revoke
-// service keys.
+// IdentityCoverage is the optional identity-coverage capability (see Covers); a driver without it
+// cannot issue or revoke service keys.
 type IdentityCoverage interface {
 	CoversIdentityAccess(ctx context.Context, holderID, targetID string) (bool, error)
 }
@@ -80,7 +83,7 @@ func NewNative(id string, src PolicySource) *Native {
 // ID returns the driver id.
 func (n *Native) ID() string { return n.id }
 
-// Authorize loads the policy slice the request needs, fresh, and decides (§3.8). When the policy
+// Authorize loads the policy slice the request needs, fresh, and decides. When the policy
 // cannot be read it returns a denial together with the error; the caller must act on the error
 // (503 DEPENDENCY_UNAVAILABLE, or a retry in the worker).
 func (n *Native) Authorize(ctx context.Context, req Request) (Decision, error) {
@@ -94,10 +97,10 @@ func (n *Native) Authorize(ctx context.Context, req Request) (Decision, error) {
 	return Decide(slice, req, n.id), nil
 }
 
-// AuthorizeEach decides, like Authorize for each resource, whether principalID may perform action on
-// each of resources, reading the policy once per (kind, Namespace) among them (a list page: once).
-// decisions[i] is the decision Authorize returns for resources[i]: each resource is decided by
-// Decide over the slice DecisionPolicy would have loaded for it alone. When the policy cannot be
+// AuthorizeEach decides, like Authorize for each resource, whether principalID may perform action
+// on each of resources, reading the policy once per (kind, Namespace) among them (a list page:
+// once). decisions[i] is the decision Authorize returns for resources[i]: each resource is decided
+// by Decide over the slice DecisionPolicy would have loaded for it alone. When the policy cannot be
 // read it returns a denial for every resource together with the error.
 func (n *Native) AuthorizeEach(ctx context.Context, principalID, action string, resources []Resource) ([]Decision, error) {
 	out := make([]Decision, len(resources))
@@ -130,8 +133,8 @@ func (n *Native) AuthorizeEach(ctx context.Context, principalID, action string, 
 // LookupIdentity resolves one provisioned identity and never creates anything. The (issuer,
 // subject) form only finds Principals, the servicePrincipalId form only ServicePrincipals; an
 // identity with a Namespace only matches when q.NamespaceID equals it. It returns nil, nil when
-// nothing matches, ErrAmbiguousIdentity when several do, ErrInvalidLookup for a malformed query, and
-// an error wrapping ErrPolicyInvalid when a matching row is structurally invalid.
+// nothing matches, ErrAmbiguousIdentity when several do, ErrInvalidLookup for a malformed query,
+// and an error wrapping ErrPolicyInvalid when a matching row is structurally invalid.
 func (n *Native) LookupIdentity(ctx context.Context, q IdentityLookup) (*Identity, error) {
 	byIssuer := q.Issuer != "" || q.Subject != ""
 	bySP := q.ServicePrincipalID != ""
@@ -188,8 +191,9 @@ func validateIdentityRow(row Identity) error {
 	return nil
 }
 
-// CoversIdentityAccess implements §3.10 for the identities holderID and targetID, each read fresh.
-// See Covers for the rule and its fail-closed outcomes; storage errors are returned.
+// CoversIdentityAccess implements the identity-coverage rule (see Covers) for the identities
+// holderID and targetID, each read fresh. See Covers for the rule and its fail-closed outcomes;
+// storage errors are returned.
 func (n *Native) CoversIdentityAccess(ctx context.Context, holderID, targetID string) (bool, error) {
 	if n.src == nil {
 		return false, errNoSource
@@ -208,34 +212,55 @@ func (n *Native) CoversIdentityAccess(ctx context.Context, holderID, targetID st
 	return Covers(holder, holderID, target, targetID)
 }
 
-// ConfigurationError reports a native IAM driver configuration that is not the empty object. Paths
-// are JSON Pointers relative to the configuration object ("" is the object itself); submitted values
+// ConfigurationError reports a native IAM driver configuration that is not the empty object: one
+// detail per unexpected field (UNKNOWN_FIELD), or one INVALID_TYPE at "" when the configuration is
+// not an object. Paths are JSON Pointers relative to the configuration object; submitted values
 // are never included.
 type ConfigurationError struct {
-	Paths []string
+	problem.Problem
+}
+
+// nativeNotEmpty is the fixed sentence of every detail of a ConfigurationError.
+const nativeNotEmpty = "Native IAM accepts only an empty configuration."
+
+// Paths returns the path of each detail.
+func (e *ConfigurationError) Paths() []string {
+	paths := make([]string, len(e.Details))
+	for i, d := range e.Details {
+		paths[i] = d.Path
+	}
+	return paths
 }
 
 func (e *ConfigurationError) Error() string {
-	if len(e.Paths) == 1 && e.Paths[0] == "" {
+	paths := e.Paths()
+	if len(paths) == 1 && paths[0] == "" {
 		return "iam: native driver configuration must be an object"
 	}
-	return "iam: native driver configuration must be empty; unexpected fields: " + strings.Join(e.Paths, ", ")
+	return "iam: native driver configuration must be empty; unexpected fields: " + strings.Join(paths, ", ")
+}
+
+func nativeConfigurationError(details []problem.Detail) *ConfigurationError {
+	return &ConfigurationError{Problem: problem.Problem{Code: problem.CodeDriverConfigurationInvalid, Message: nativeNotEmpty, Details: details}}
 }
 
 // ValidateNativeConfiguration accepts only an empty configuration object ({}). A nil map (a missing
 // or null configuration) is not an object and is refused.
 func ValidateNativeConfiguration(raw map[string]any) error {
 	if raw == nil {
-		return &ConfigurationError{Paths: []string{""}}
+		return nativeConfigurationError([]problem.Detail{{Path: "", Code: problem.DetailInvalidType, Message: nativeNotEmpty}})
 	}
 	if len(raw) == 0 {
 		return nil
 	}
-	escape := strings.NewReplacer("~", "~0", "/", "~1") // JSON Pointer (RFC 6901) token escaping
 	paths := make([]string, 0, len(raw))
 	for key := range raw {
-		paths = append(paths, "/"+escape.Replace(key))
+		paths = append(paths, problem.JSONPointer(key))
 	}
 	slices.Sort(paths)
-	return &ConfigurationError{Paths: paths}
+	details := make([]problem.Detail, len(paths))
+	for i, p := range paths {
+		details[i] = problem.Detail{Path: p, Code: problem.DetailUnknownField, Message: nativeNotEmpty}
+	}
+	return nativeConfigurationError(details)
 }

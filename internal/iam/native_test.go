@@ -107,11 +107,11 @@ func TestValidateNativeConfiguration(t *testing.T) {
 		t.Fatalf("empty object: %v", err)
 	}
 	var cerr *ConfigurationError
-	if err := ValidateNativeConfiguration(nil); !errors.As(err, &cerr) || !reflect.DeepEqual(cerr.Paths, []string{""}) {
+	if err := ValidateNativeConfiguration(nil); !errors.As(err, &cerr) || !reflect.DeepEqual(cerr.Paths(), []string{""}) {
 		t.Fatalf("nil: %v", err)
 	}
 	err := ValidateNativeConfiguration(map[string]any{"cache": "secret-value", "a/b~c": 1})
-	if !errors.As(err, &cerr) || !reflect.DeepEqual(cerr.Paths, []string{"/a~1b~0c", "/cache"}) {
+	if !errors.As(err, &cerr) || !reflect.DeepEqual(cerr.Paths(), []string{"/a~1b~0c", "/cache"}) {
 		t.Fatalf("fields: %v", err)
 	}
 	if msg := err.Error(); strings.Contains(msg, "secret-value") {

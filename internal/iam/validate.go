@@ -24,28 +24,28 @@ func (e *ValidationError) Error() string {
 // Is makes errors.Is(err, ErrPolicyInvalid) true.
 func (e *ValidationError) Is(target error) bool { return target == ErrPolicyInvalid }
 
-// namespaceRequiredKinds are the kinds whose requests must name a Namespace (§3.8 validRequest).
+// namespaceRequiredKinds are the kinds whose requests must name a Namespace.
 // The reference lists exactly these; agent and agent_revision are not in the list.
 var namespaceRequiredKinds = map[string]struct{}{
 	KindConfiguration: {}, KindPreset: {}, KindServiceAccount: {}, KindSecret: {}, KindCredentialSource: {},
 }
 
 // bindingNamespaceRequiredKinds are the exact-resource binding kinds that need a Namespace on the
-// binding (§3.8 structural validation).
+// binding.
 var bindingNamespaceRequiredKinds = map[string]struct{}{
 	KindConfiguration: {}, KindPreset: {}, KindServiceAccount: {},
 }
 
-// ValidateSlice checks the structural rules of api-iam §3.8 that can be checked on a slice of the
-// policy: unique non-empty ids per collection; identity kinds; Principals with issuer and subject,
-// no Namespace and no Agent; unique (issuer, subject); an Agent-owned ServicePrincipal has a
-// Namespace and is the only one for its Agent; Roles with 1..64 duplicate-free permissions, each in
-// the supported matrix; bindings with a known subject kind, resource kind and id both set or both
-// unset, a Namespace when they target a configuration, preset or service_account, a Role Namespace
-// equal to theirs when both are set, a subject present in the slice whose Namespace equals theirs (an
-// unscoped identity may be bound anywhere; a Group's binding scope equals the Group's scope);
-// memberships naming a Principal and a Group of the same scope; deny-only, correctly scoped
-// Restrictions; and a non-empty persisted policy.
+// ValidateSlice checks the structural rules of persisted policy that can be checked on a slice of
+// the policy: unique non-empty ids per collection; identity kinds; Principals with issuer and
+// subject, no Namespace and no Agent; unique (issuer, subject); an Agent-owned ServicePrincipal has
+// a Namespace and is the only one for its Agent; Roles with 1..64 duplicate-free permissions, each
+// in the supported matrix; bindings with a known subject kind, resource kind and id both set or
+// both unset, a Namespace when they target a configuration, preset or service_account, a Role
+// Namespace equal to theirs when both are set, a subject present in the slice whose Namespace
+// equals theirs (an unscoped identity may be bound anywhere; a Group's binding scope equals the
+// Group's scope); memberships naming a Principal and a Group of the same scope; deny-only,
+// correctly scoped Restrictions; and a non-empty persisted policy.
 //
 // A binding whose Role is absent from the slice is not a structural error: the loader fetches Roles
 // by the ids the bindings name, and the foreign key from binding to Role makes a dangling reference
@@ -276,9 +276,9 @@ func (v *validator) restrictions(list []Restriction) {
 	}
 }
 
-// validRequest is validRequest of §3.8: action and kind in the enums, non-empty ids, a Namespace for
-// the kinds that always live in one, and none for the Installation (which is never inside a
-// Namespace).
+// validRequest is the request rule of the decision algorithm: action and kind in the enums,
+// non-empty ids, a Namespace for the kinds that always live in one, and none for the Installation
+// (which is never inside a Namespace).
 func validRequest(req Request) bool {
 	if req.PrincipalID == "" || req.Resource.ID == "" {
 		return false

@@ -1,10 +1,11 @@
 // Package installcfg loads the trusted Installation startup YAML named by OCC_CONFIG_PATH
-// (drivers-config-obs §5, SPEC §5) into a typed Config: the cluster name, the log level and one
+// into a typed Config: the cluster name, the log level and one
 // Driver selection per capability (compute, configuration, secret, iam).
 //
 // The API and the worker call Load with the same file; bootstrap and migrate call LoadLogLevel,
-// which reads the same file under the same rules but validates only the logging section. Loading never contacts a driver: it validates the document, applies the defaults
-// and hands each selection's configuration to the validator registered for its implementation.
+// which reads the same file under the same rules but validates only the logging section. Loading
+// never contacts a driver: it validates the document, applies the defaults and hands each
+// selection's configuration to the validator registered for its implementation.
 //
 // # Loading
 //
@@ -16,7 +17,7 @@
 //  3. At most 1 MiB, one YAML document, no duplicate keys, only JSON-compatible values, a mapping
 //     at the root: otherwise STARTUP_CONFIGURATION_INVALID. YAML is read by sigs.k8s.io/yaml, so
 //     YAML 1.1 scalars apply (an unquoted yes/no/on/off is a boolean).
-//  4. The whole document is scanned before anything else (§5.4 step 1): integers outside ±(2^53-1),
+//  4. The whole document is scanned before anything else: integers outside ±(2^53-1),
 //     strings that obs.LooksLikeSecret matches, credential-named keys (password, apiKey, token,
 //     secret, credentials, …) holding strings, keys that themselves look like credentials, the keys
 //     installationId/installation_id, __proto__/constructor/prototype and secretRef, and nesting
@@ -48,8 +49,8 @@
 //	iam:           native (default)
 //
 // In production, compute docker and simulated and secret filesystem are refused ("unavailable
-// implementations fail closed"); the filesystem Configuration Driver is allowed, because neither the
-// SPEC nor the reference restricts it.
+// implementations fail closed"); the filesystem Configuration Driver is allowed, because neither
+// the SPEC nor the reference restricts it.
 //
 // In development a document without occ, drivers, backend and presets (only logging or
 // observability) keeps the development default drivers, as upstream does.

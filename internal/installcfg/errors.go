@@ -6,81 +6,25 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/problem"
 )
 
-// Top-level error codes.
+// Top-level error codes. Every refusal is a *problem.Error with one of them; its details locate
+// each problem by a JSON Pointer from the document root ("" is the root, "/env/OCC_CONFIG_PATH"
+// the variable) with a fixed message, and never contain a submitted value.
 const (
 	// CodeDriverConfigurationInvalid is every schema or semantic refusal of the document.
-	CodeDriverConfigurationInvalid = "DRIVER_CONFIGURATION_INVALID"
+	CodeDriverConfigurationInvalid = problem.CodeDriverConfigurationInvalid
 	// CodeUnavailable: the file is missing, unreadable or not a regular file.
 	CodeUnavailable = "STARTUP_CONFIGURATION_UNAVAILABLE"
-	// CodeInvalid: the file is not one YAML document holding a mapping of JSON values, or too large.
+	// CodeInvalid: the file is not one YAML document holding a mapping of JSON values, or too
+	// large.
 	CodeInvalid = "STARTUP_CONFIGURATION_INVALID"
 	// CodeConfigEnvInvalid: OCC_CONFIG_PATH itself is unusable (unset in production, relative).
 	CodeConfigEnvInvalid = "CONFIG_ENV_INVALID"
 )
 
-// Detail codes (the public API error-detail vocabulary, from obs).
-const (
-	DetailRequired      = obs.DetailRequired
-	DetailUnknownField  = obs.DetailUnknownField
-	DetailInvalidType   = obs.DetailInvalidType
-	DetailInvalidFormat = obs.DetailInvalidFormat
-	DetailInvalidValue  = obs.DetailInvalidValue
-	DetailTooLong       = obs.DetailTooLong
-	DetailTooDeep       = obs.DetailTooDeep
-)
-
-// MaxDetails bounds the details of one Error.
-const MaxDetails = 32
-
 const maxPathLength = 512
-
-// Error is a refused startup configuration. It never contains a submitted value.
-type Error struct {
-	Code    string
-	Message string
-	Details []Detail
-}
-
-// Detail locates one refusal: Path is a JSON Pointer from the document root ("" is the root, or
-// "/env/OCC_CONFIG_PATH" for the variable), Code a Detail* constant, Message a fixed sentence.
-type Detail struct {
-	Path    string
-	Code    string
-	Message string
-}
-
-// Error implements error: the code, the message and each detail's path and code.
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Code)
-	b.WriteString(": ")
-	b.WriteString(e.Message)
-	for i, d := range e.Details {
-		if i == 0 {
-			b.WriteString(" [")
-		} else {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Quote(d.Path))
-		b.WriteString(" ")
-		b.WriteString(d.Code)
-	}
-	if len(e.Details) > 0 {
-		b.WriteString("]")
-	}
-	return b.String()
-}
-
-// ObsDetails returns the details in the form obs.WriteStartupFailure logs.
-func (e *Error) ObsDetails() []obs.Detail {
-	out := make([]obs.Detail, 0, len(e.Details))
-	for _, d := range e.Details {
-		out = append(out, obs.Detail{Path: d.Path, Code: d.Code})
-	}
-	return out
-}
 
 var (
 	// safeMessage is the log sanitizer's string alphabet; messages outside it would be dropped.
@@ -89,8 +33,6 @@ var (
 	// pointerPattern: an RFC 6901 pointer in printable ASCII.
 	pointerPattern = regexp.MustCompile(`^(?:/(?:[ -.0-}]|~[01])*)*$`)
 )
-
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // child returns the pointer to key below parent, or false when the key must not be written into
 // a path (not printable ASCII, longer than 128 bytes, credential-looking, or the result would be
@@ -104,7 +46,7 @@ func child(parent, key string) (string, bool) {
 			return parent, false
 		}
 	}
-	p := parent + "/" + pointerEscaper.Replace(key)
+	p := parent + problem.JSONPointer(key)
 	if len(p) > maxPathLength {
 		return parent, false
 	}
@@ -137,23 +79,23 @@ func safePath(p string) bool {
 
 // details collects at most MaxDetails distinct details in the order they were found.
 type details struct {
-	list []Detail
-	seen map[Detail]bool
+	list []problem.Detail
+	seen map[problem.Detail]bool
 }
 
 func (ds *details) add(path, code, message string) {
-	d := Detail{Path: path, Code: code, Message: message}
-	if ds.seen[d] || len(ds.list) >= MaxDetails {
+	d := problem.Detail{Path: path, Code: code, Message: message}
+	if ds.seen[d] || len(ds.list) >= problem.MaxDetails {
 		return
 	}
 	if ds.seen == nil {
-		ds.seen = map[Detail]bool{}
+		ds.seen = map[problem.Detail]bool{}
 	}
 	ds.seen[d] = true
 	ds.list = append(ds.list, d)
 }
 
-func (ds *details) full() bool { return len(ds.list) >= MaxDetails }
+func (ds *details) full() bool { return len(ds.list) >= problem.MaxDetails }
 
 func (ds *details) empty() bool { return len(ds.list) == 0 }
 

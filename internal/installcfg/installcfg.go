@@ -10,6 +10,8 @@ import (
 	"regexp"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // MaxFileSize is the largest accepted startup YAML, in bytes.
@@ -80,7 +82,7 @@ type Config struct {
 // itself); Load prefixes them with /drivers/<capability>/configuration. Messages must be fixed
 // sentences in the log-safe alphabet and never contain a submitted value; an unsafe message is
 // replaced by a generic one, an unsafe path by the configuration's own path.
-type ConfigurationValidator func(configuration map[string]any) []Detail
+type ConfigurationValidator func(configuration map[string]any) []problem.Detail
 
 // Option configures Load and Parse.
 type Option func(*options)
@@ -89,9 +91,9 @@ type options struct {
 	validators map[[2]string]ConfigurationValidator
 }
 
-// WithValidator registers the validator of one (capability, implementation) pair. A registration for
-// a pair this package validates itself (iam native, configuration and secret filesystem) replaces the
-// built-in check. Every other selected implementation without a validator is refused.
+// WithValidator registers the validator of one (capability, implementation) pair. A registration
+// for a pair this package validates itself (iam native, configuration and secret filesystem)
+// replaces the built-in check. Every other selected implementation without a validator is refused.
 func WithValidator(capability, implementation string, v ConfigurationValidator) Option {
 	return func(o *options) {
 		if o.validators == nil {
@@ -132,12 +134,12 @@ func developmentRoot(capability string, env Env) string {
 func Load(path string, env Env, opts ...Option) (*Config, error) {
 	if path == "" {
 		if env.Production {
-			return nil, envError(DetailRequired, "OCC_CONFIG_PATH must be explicitly configured in production.")
+			return nil, envError(problem.DetailRequired, "OCC_CONFIG_PATH must be explicitly configured in production.")
 		}
 		return Default(env), nil
 	}
 	if !filepath.IsAbs(path) {
-		return nil, envError(DetailInvalidValue, "OCC_CONFIG_PATH must be an absolute path.")
+		return nil, envError(problem.DetailInvalidValue, "OCC_CONFIG_PATH must be an absolute path.")
 	}
 	data, err := readFile(path)
 	if err != nil {
@@ -146,18 +148,18 @@ func Load(path string, env Env, opts ...Option) (*Config, error) {
 	return Parse(data, env, opts...)
 }
 
-func envError(code, message string) *Error {
-	return &Error{Code: CodeConfigEnvInvalid, Message: message,
-		Details: []Detail{{Path: "/env/OCC_CONFIG_PATH", Code: code, Message: message}}}
+func envError(code, message string) *problem.Error {
+	return &problem.Error{Code: CodeConfigEnvInvalid, Message: message,
+		Details: []problem.Detail{{Path: "/env/OCC_CONFIG_PATH", Code: code, Message: message}}}
 }
 
-func unavailable() *Error {
-	return &Error{Code: CodeUnavailable, Message: "The configured Installation startup YAML is unavailable."}
+func unavailable() *problem.Error {
+	return &problem.Error{Code: CodeUnavailable, Message: "The configured Installation startup YAML is unavailable."}
 }
 
-func tooLarge() *Error {
-	return &Error{Code: CodeInvalid, Message: "The Installation startup YAML must not be larger than 1 MiB.",
-		Details: []Detail{{Path: "", Code: DetailTooLong, Message: "The document is larger than 1 MiB."}}}
+func tooLarge() *problem.Error {
+	return &problem.Error{Code: CodeInvalid, Message: "The Installation startup YAML must not be larger than 1 MiB.",
+		Details: []problem.Detail{{Path: "", Code: problem.DetailTooLong, Message: "The document is larger than 1 MiB."}}}
 }
 
 // readFile reads a regular file of at most MaxFileSize bytes. The file is checked before it is
@@ -189,15 +191,15 @@ func readFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-func invalid(message string) *Error {
-	return &Error{Code: CodeInvalid, Message: message}
+func invalid(message string) *problem.Error {
+	return &problem.Error{Code: CodeInvalid, Message: message}
 }
 
 // documentMarker is a YAML document start or end marker at the beginning of a line.
 var documentMarker = regexp.MustCompile(`^(?:---|\.\.\.)(?:[ \t]|$)`)
 
-// multipleDocuments reports whether data holds more than one YAML document. A marker cannot
-// appear at the start of a line inside a scalar, so lines are enough: a leading "---" opens the only
+// multipleDocuments reports whether data holds more than one YAML document. A marker cannot appear
+// at the start of a line inside a scalar, so lines are enough: a leading "---" opens the only
 // document; any later "---", or content after a "..." end marker, starts another one.
 func multipleDocuments(data []byte) bool {
 	content, ended := false, false
@@ -232,7 +234,7 @@ func LoadLogLevel(path string) (slog.Level, error) {
 		return slog.LevelInfo, nil
 	}
 	if !filepath.IsAbs(path) {
-		return slog.LevelInfo, envError(DetailInvalidValue, "OCC_CONFIG_PATH must be an absolute path.")
+		return slog.LevelInfo, envError(problem.DetailInvalidValue, "OCC_CONFIG_PATH must be an absolute path.")
 	}
 	data, err := readFile(path)
 	if err != nil {
@@ -253,7 +255,7 @@ func LoadLogLevel(path string) (slog.Level, error) {
 	return level, nil
 }
 
-// scanned parses one document and runs the credential scan (§5.4 step 1).
+// scanned parses one document and runs the credential scan.
 func scanned(data []byte) (map[string]any, error) {
 	if len(data) > MaxFileSize {
 		return nil, tooLarge()
@@ -310,17 +312,17 @@ func decode(data []byte) (map[string]any, error) {
 	return m, nil
 }
 
-func refused(list []Detail) *Error {
+func refused(list []problem.Detail) *problem.Error {
 	message := "The Installation startup YAML does not match its schema."
 	if capability := commonCapability(list); capability != "" {
 		message = "drivers." + capability + ".configuration does not match its Driver configuration schema."
 	}
-	return &Error{Code: CodeDriverConfigurationInvalid, Message: message, Details: list}
+	return &problem.Error{Code: CodeDriverConfigurationInvalid, Message: message, Details: list}
 }
 
 // commonCapability returns the capability when every detail lies inside one selection's
 // configuration object.
-func commonCapability(list []Detail) string {
+func commonCapability(list []problem.Detail) string {
 	found := ""
 	for _, d := range list {
 		c := ""

@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/problem"
 )
 
-// specExample is the SPEC §5 example.
+// specExample is the startup YAML example of docs/settings.md.
 const specExample = `
 occ: {cluster: local}
 drivers:
@@ -41,20 +41,20 @@ func withCompute(configuration string) string {
 }
 
 // emptyOnly accepts only {}; a stand-in for the driver registry's validators.
-func emptyOnly(c map[string]any) []Detail {
-	var out []Detail
+func emptyOnly(c map[string]any) []problem.Detail {
+	var out []problem.Detail
 	for _, k := range sortedKeys(c) {
 		p, _ := child("", k)
-		out = append(out, Detail{Path: p, Code: DetailUnknownField, Message: "Unsupported option."})
+		out = append(out, problem.Detail{Path: p, Code: problem.DetailUnknownField, Message: "Unsupported option."})
 	}
 	return out
 }
 
 // authOnly accepts {authentication: {mode: inCluster}}.
-func authOnly(c map[string]any) []Detail {
+func authOnly(c map[string]any) []problem.Detail {
 	a, ok := c["authentication"].(map[string]any)
 	if len(c) != 1 || !ok || len(a) != 1 || a["mode"] != "inCluster" {
-		return []Detail{{Path: "/authentication", Code: DetailInvalidValue, Message: "Only inCluster is accepted here."}}
+		return []problem.Detail{{Path: "/authentication", Code: problem.DetailInvalidValue, Message: "Only inCluster is accepted here."}}
 	}
 	return nil
 }
@@ -79,9 +79,9 @@ func writeFile(t *testing.T, content string) string {
 }
 
 // checkSafe asserts the invariants every Error keeps, and that none of secrets appears in it.
-func checkSafe(t testing.TB, err *Error, secrets ...string) {
+func checkSafe(t testing.TB, err *problem.Error, secrets ...string) {
 	t.Helper()
-	if len(err.Details) > MaxDetails {
+	if len(err.Details) > problem.MaxDetails {
 		t.Errorf("%d details", len(err.Details))
 	}
 	if !safeMessage.MatchString(err.Message) {
@@ -109,11 +109,11 @@ func checkSafe(t testing.TB, err *Error, secrets ...string) {
 	}
 }
 
-func asError(t testing.TB, err error) *Error {
+func asError(t testing.TB, err error) *problem.Error {
 	t.Helper()
-	var e *Error
+	var e *problem.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("error %v (%T) is not an *Error", err, err)
+		t.Fatalf("error %v (%T) is not an *problem.Error", err, err)
 	}
 	return e
 }
@@ -128,130 +128,130 @@ func TestLoadRefusals(t *testing.T) {
 		env     Env
 		opts    []Option // defaults to allValidators()
 		code    string
-		details []Detail // compared on Path and Code; nil: only the code is checked
+		details []problem.Detail // compared on Path and Code; nil: only the code is checked
 		secrets []string
 	}{
 		{
 			name:    "unknown field in occ",
 			doc:     strings.Replace(specExample, "occ: {cluster: local}", "occ: {cluster: local, region: west}", 1),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/occ/region", Code: DetailUnknownField}},
+			details: []problem.Detail{{Path: "/occ/region", Code: problem.DetailUnknownField}},
 		},
 		{
 			name:    "unknown field in a driver configuration",
 			doc:     strings.Replace(specExample, "{root: /var/lib/occ/secrets}", "{root: /var/lib/occ/secrets, mode: strict}", 1),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/secret/configuration/mode", Code: DetailUnknownField}},
+			details: []problem.Detail{{Path: "/drivers/secret/configuration/mode", Code: problem.DetailUnknownField}},
 		},
 		{
 			name:    "unknown field escaped in its pointer",
 			doc:     strings.Replace(specExample, "compute-simulated, implementation: simulated, configuration: {}", `compute-simulated, implementation: simulated, configuration: {"a/b~c": 1}`, 1),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/compute/configuration/a~1b~0c", Code: DetailUnknownField}},
+			details: []problem.Detail{{Path: "/drivers/compute/configuration/a~1b~0c", Code: problem.DetailUnknownField}},
 		},
 		{
 			name:    "unknown top-level section",
 			doc:     specExample + "extras: {}\n",
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/extras", Code: DetailUnknownField}},
+			details: []problem.Detail{{Path: "/extras", Code: problem.DetailUnknownField}},
 		},
 		{
 			name: "plaintext sk- value",
 			doc: strings.Replace(specExample, "compute-simulated, implementation: simulated, configuration: {}",
 				"compute-simulated, implementation: simulated, configuration: {note: "+sk+"}", 1),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/compute/configuration/note", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/compute/configuration/note", Code: problem.DetailInvalidValue}},
 			secrets: []string{sk, "abcdefghijklmnop"},
 		},
 		{
 			name:    "plaintext value wins over the schema: nothing else is reported",
 			doc:     "nonsense: [1, {deep: 'Bearer abc.def'}]\n",
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/nonsense/1/deep", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/nonsense/1/deep", Code: problem.DetailInvalidValue}},
 			secrets: []string{"abc.def"},
 		},
 		{
 			name:    "credential-named key holding a string",
 			doc:     withCompute("{clientSecret: hunter2hunter2}"),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/compute/configuration/clientSecret", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/compute/configuration/clientSecret", Code: problem.DetailInvalidValue}},
 			secrets: []string{"hunter2"},
 		},
 		{
 			name:    "credential-looking key is reported at its parent",
 			doc:     withCompute("{" + ghp + ": 1}"),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/compute/configuration", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/compute/configuration", Code: problem.DetailInvalidValue}},
 			secrets: []string{ghp, "abcdefghijkl"},
 		},
 		{
 			name:    "unsafe integer",
 			doc:     withCompute("{replicas: 9007199254740992}"),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/compute/configuration/replicas", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/compute/configuration/replicas", Code: problem.DetailInvalidValue}},
 			secrets: []string{"9007199254740992"},
 		},
 		{
 			name:    "unsafe integer spelled as a float",
 			doc:     specExample + "logging: {level: info, x: 1.0e+300}\n",
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/logging/x", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/logging/x", Code: problem.DetailInvalidValue}},
 		},
 		{
 			name: "installationId, prototype keys and secretRef",
 			doc:  withCompute("{installationId: ins_x, __proto__: {}, nested: [{secretRef: {name: a}}]}"),
 			code: CodeDriverConfigurationInvalid,
-			details: []Detail{
-				{Path: "/drivers/compute/configuration/__proto__", Code: DetailInvalidValue},
-				{Path: "/drivers/compute/configuration/installationId", Code: DetailInvalidValue},
-				{Path: "/drivers/compute/configuration/nested/0/secretRef", Code: DetailInvalidValue},
+			details: []problem.Detail{
+				{Path: "/drivers/compute/configuration/__proto__", Code: problem.DetailInvalidValue},
+				{Path: "/drivers/compute/configuration/installationId", Code: problem.DetailInvalidValue},
+				{Path: "/drivers/compute/configuration/nested/0/secretRef", Code: problem.DetailInvalidValue},
 			},
 		},
 		{
 			name:    "unknown implementation",
 			doc:     strings.Replace(specExample, "implementation: simulated", "implementation: ssh", 1),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/compute/implementation", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/compute/implementation", Code: problem.DetailInvalidValue}},
 		},
 		{
 			name:    "implementation of another capability",
 			doc:     strings.Replace(specExample, "{id: native-iam, configuration: {}}", "{id: native-iam, implementation: filesystem, configuration: {}}", 1),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/iam/implementation", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/iam/implementation", Code: problem.DetailInvalidValue}},
 		},
 		{
 			name:    "implementation without a registered validator fails closed",
 			doc:     production,
 			opts:    []Option{WithValidator(CapabilityConfiguration, ImplementationKubernetes, authOnly), WithValidator(CapabilitySecret, ImplementationKubernetes, authOnly)},
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/compute/implementation", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/compute/implementation", Code: problem.DetailInvalidValue}},
 		},
 		{
 			name:    "simulated in production",
 			doc:     strings.Replace(production, "{id: compute-kubernetes, configuration: {authentication: {mode: inCluster}}}", "{id: compute-simulated, implementation: simulated, configuration: {}}", 1),
 			env:     Env{Production: true},
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/compute/implementation", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/compute/implementation", Code: problem.DetailInvalidValue}},
 		},
 		{
 			name:    "docker in production",
 			doc:     strings.Replace(production, "{id: compute-kubernetes, configuration: {authentication: {mode: inCluster}}}", "{id: compute-docker, implementation: docker, configuration: {}}", 1),
 			env:     Env{Production: true},
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/compute/implementation", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/compute/implementation", Code: problem.DetailInvalidValue}},
 		},
 		{
 			name:    "filesystem secrets in production",
 			doc:     strings.Replace(production, "{id: secret-kubernetes, configuration: {authentication: {mode: inCluster}}}", "{id: secret-filesystem, implementation: filesystem, configuration: {root: /srv/secrets}}", 1),
 			env:     Env{Production: true},
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/secret/implementation", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/secret/implementation", Code: problem.DetailInvalidValue}},
 		},
 		{
 			name:    "validator details are placed below the configuration",
 			doc:     strings.Replace(production, "compute: {id: compute-kubernetes, configuration: {authentication: {mode: inCluster}}}", "compute: {id: compute-kubernetes, configuration: {authentication: {mode: kubeconfig}}}", 1),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/compute/configuration/authentication", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/compute/configuration/authentication", Code: problem.DetailInvalidValue}},
 		},
 		{
 			name: "selection shape",
@@ -264,16 +264,16 @@ drivers:
   plugin: {id: codex-plugin, configuration: {}}
 `,
 			code: CodeDriverConfigurationInvalid,
-			details: []Detail{
-				{Path: "/drivers/plugin", Code: DetailUnknownField},
-				{Path: "/drivers/compute/package", Code: DetailUnknownField},
-				{Path: "/drivers/compute/id", Code: DetailInvalidFormat},
-				{Path: "/drivers/compute/configuration", Code: DetailInvalidType},
-				{Path: "/drivers/configuration/id", Code: DetailRequired},
-				{Path: "/drivers/configuration/implementation", Code: DetailInvalidType},
-				{Path: "/drivers/iam", Code: DetailInvalidType},
-				{Path: "/drivers/secret", Code: DetailRequired},
-				{Path: "/occ/cluster", Code: DetailInvalidValue},
+			details: []problem.Detail{
+				{Path: "/drivers/plugin", Code: problem.DetailUnknownField},
+				{Path: "/drivers/compute/package", Code: problem.DetailUnknownField},
+				{Path: "/drivers/compute/id", Code: problem.DetailInvalidFormat},
+				{Path: "/drivers/compute/configuration", Code: problem.DetailInvalidType},
+				{Path: "/drivers/configuration/id", Code: problem.DetailRequired},
+				{Path: "/drivers/configuration/implementation", Code: problem.DetailInvalidType},
+				{Path: "/drivers/iam", Code: problem.DetailInvalidType},
+				{Path: "/drivers/secret", Code: problem.DetailRequired},
+				{Path: "/occ/cluster", Code: problem.DetailInvalidValue},
 			},
 		},
 		{
@@ -281,48 +281,48 @@ drivers:
 			doc:     "logging: {level: warn}\n",
 			env:     Env{Production: true},
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/occ", Code: DetailRequired}, {Path: "/drivers", Code: DetailRequired}},
+			details: []problem.Detail{{Path: "/occ", Code: problem.DetailRequired}, {Path: "/drivers", Code: problem.DetailRequired}},
 		},
 		{
 			name: "unsupported upstream sections",
 			doc:  specExample + "presets: {includeDefaults: true}\nruntime: {nativeWorkerSupport: custom-image}\nintegrations: {}\nbackend: [{id: x}]\n",
 			code: CodeDriverConfigurationInvalid,
-			details: []Detail{
-				{Path: "/backend", Code: DetailInvalidValue},
-				{Path: "/integrations", Code: DetailUnknownField},
-				{Path: "/presets", Code: DetailUnknownField},
-				{Path: "/runtime", Code: DetailUnknownField},
+			details: []problem.Detail{
+				{Path: "/backend", Code: problem.DetailInvalidValue},
+				{Path: "/integrations", Code: problem.DetailUnknownField},
+				{Path: "/presets", Code: problem.DetailUnknownField},
+				{Path: "/runtime", Code: problem.DetailUnknownField},
 			},
 		},
 		{
 			name:    "log level and observability url",
 			doc:     specExample + "logging: {level: trace}\nobservability: {url: 'https://user@grafana.example.com/d'}\n",
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/logging/level", Code: DetailInvalidValue}, {Path: "/observability/url", Code: DetailInvalidFormat}},
+			details: []problem.Detail{{Path: "/logging/level", Code: problem.DetailInvalidValue}, {Path: "/observability/url", Code: problem.DetailInvalidFormat}},
 		},
 		{
 			name:    "filesystem root must be absolute and clean",
 			doc:     strings.Replace(specExample, "{root: /var/lib/occ/secrets}", "{root: var/lib/../secrets}", 1),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/secret/configuration/root", Code: DetailInvalidValue}},
+			details: []problem.Detail{{Path: "/drivers/secret/configuration/root", Code: problem.DetailInvalidValue}},
 		},
 		{
 			name:    "filesystem root is required without a development root",
 			doc:     strings.Replace(specExample, "{root: /var/lib/occ/configurations}", "{}", 1),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/configuration/configuration/root", Code: DetailRequired}},
+			details: []problem.Detail{{Path: "/drivers/configuration/configuration/root", Code: problem.DetailRequired}},
 		},
 		{
 			name:    "native iam takes only an empty configuration",
 			doc:     strings.Replace(specExample, "{id: native-iam, configuration: {}}", "{id: native-iam, configuration: {cache: 5}}", 1),
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/drivers/iam/configuration/cache", Code: DetailUnknownField}},
+			details: []problem.Detail{{Path: "/drivers/iam/configuration/cache", Code: problem.DetailUnknownField}},
 		},
 		{
 			name:    "too deep",
 			doc:     specExample + "logging: " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\n",
 			code:    CodeDriverConfigurationInvalid,
-			details: []Detail{{Path: "/logging" + strings.Repeat("/0", 31), Code: DetailTooDeep}},
+			details: []problem.Detail{{Path: "/logging" + strings.Repeat("/0", 31), Code: problem.DetailTooDeep}},
 		},
 		{name: "bad YAML", doc: "occ: {cluster: [\n", code: CodeInvalid},
 		{name: "YAML with a tab indentation error", doc: "occ:\n\tcluster: a\n", code: CodeInvalid},
@@ -350,9 +350,9 @@ drivers:
 				t.Fatalf("code %s, want %s (%v)", e.Code, tc.code, e)
 			}
 			if tc.details != nil {
-				var got []Detail
+				var got []problem.Detail
 				for _, d := range e.Details {
-					got = append(got, Detail{Path: d.Path, Code: d.Code})
+					got = append(got, problem.Detail{Path: d.Path, Code: d.Code})
 				}
 				if !reflect.DeepEqual(got, tc.details) {
 					t.Fatalf("details\n got %v\nwant %v", got, tc.details)
@@ -383,9 +383,9 @@ func TestLoadFileFailures(t *testing.T) {
 		{"missing file", filepath.Join(dir, "absent.yaml"), Env{}, CodeUnavailable, ""},
 		{"a directory", dir, Env{}, CodeUnavailable, ""},
 		{"a FIFO is never opened", fifo, Env{}, CodeUnavailable, ""},
-		{"relative path", "config/installation.yaml", Env{}, CodeConfigEnvInvalid, DetailInvalidValue},
-		{"production without a path", "", Env{Production: true}, CodeConfigEnvInvalid, DetailRequired},
-		{"larger than 1 MiB", big, Env{}, CodeInvalid, DetailTooLong},
+		{"relative path", "config/installation.yaml", Env{}, CodeConfigEnvInvalid, problem.DetailInvalidValue},
+		{"production without a path", "", Env{Production: true}, CodeConfigEnvInvalid, problem.DetailRequired},
+		{"larger than 1 MiB", big, Env{}, CodeInvalid, problem.DetailTooLong},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -552,22 +552,22 @@ func TestLoadLogLevel(t *testing.T) {
 
 func TestRegisteredValidatorOutputIsSanitized(t *testing.T) {
 	t.Parallel()
-	leaky := func(map[string]any) []Detail {
-		return []Detail{
+	leaky := func(map[string]any) []problem.Detail {
+		return []problem.Detail{
 			{Path: "/token/sk-abcdefghijklmnopqrstu", Code: "WHATEVER", Message: "value sk-abcdefghijklmnopqrstu is wrong"},
-			{Path: "relative", Code: DetailInvalidFormat, Message: "Bad, really (bad)."},
+			{Path: "relative", Code: problem.DetailInvalidFormat, Message: "Bad, really (bad)."},
 		}
 	}
-	panics := func(map[string]any) []Detail { panic("boom") }
+	panics := func(map[string]any) []problem.Detail { panic("boom") }
 	doc := strings.Replace(specExample, "{id: native-iam, configuration: {}}", "{id: native-iam, configuration: {}}", 1)
 	_, err := Load(writeFile(t, doc), Env{},
 		WithValidator(CapabilityCompute, ImplementationSimulated, leaky),
 		WithValidator(CapabilityIAM, ImplementationNative, panics))
 	e := asError(t, err)
-	want := []Detail{
-		{Path: "/drivers/compute/configuration", Code: DetailInvalidValue, Message: msgValidatorFailed},
-		{Path: "/drivers/compute/configuration", Code: DetailInvalidFormat, Message: msgValidatorFailed},
-		{Path: "/drivers/iam/configuration", Code: DetailInvalidValue, Message: msgValidatorFailed},
+	want := []problem.Detail{
+		{Path: "/drivers/compute/configuration", Code: problem.DetailInvalidValue, Message: msgValidatorFailed},
+		{Path: "/drivers/compute/configuration", Code: problem.DetailInvalidFormat, Message: msgValidatorFailed},
+		{Path: "/drivers/iam/configuration", Code: problem.DetailInvalidValue, Message: msgValidatorFailed},
 	}
 	if !reflect.DeepEqual(e.Details, want) {
 		t.Fatalf("details %+v", e.Details)
@@ -587,7 +587,7 @@ func TestDetailsAreBounded(t *testing.T) {
 	}
 	_, err := Load(writeFile(t, b.String()), Env{}, allValidators()...)
 	e := asError(t, err)
-	if len(e.Details) != MaxDetails || e.Details[0].Path != "/extra00" {
+	if len(e.Details) != problem.MaxDetails || e.Details[0].Path != "/extra00" {
 		t.Fatalf("%d details, first %+v", len(e.Details), e.Details[0])
 	}
 }
@@ -599,8 +599,8 @@ func TestSingleCapabilityMessage(t *testing.T) {
 	if e.Message != "drivers.secret.configuration does not match its Driver configuration schema." {
 		t.Fatalf("message %q", e.Message)
 	}
-	if d := e.ObsDetails(); len(d) != 1 || d[0] != (obs.Detail{Path: "/drivers/secret/configuration/x", Code: DetailUnknownField}) {
-		t.Fatalf("obs details %+v", d)
+	if d := e.Details; len(d) != 1 || d[0].Path != "/drivers/secret/configuration/x" || d[0].Code != problem.DetailUnknownField {
+		t.Fatalf("logged details %+v", d)
 	}
 }
 

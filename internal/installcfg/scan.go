@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // maxSafeInteger is 2^53-1.
@@ -16,12 +17,12 @@ const maxSafeInteger = 1<<53 - 1
 // maxDepth bounds the nesting of objects and lists (the root object is depth 1).
 const maxDepth = 32
 
-// credentialKey names keys whose string values are plaintext credentials (§5.4 step 1).
+// credentialKey names keys whose string values are plaintext credentials.
 var credentialKey = regexp.MustCompile(
 	`(?i)(?:password|passwd|api[_-]?key|(?:access[_-]?)?token|private[_-]?key|(?:client[_-]?)?secret|credentials?)$`)
 
-// scan is §5.4 step 1: it walks the whole document and records every value or key that must never
-// be accepted, wherever it appears.
+// scan is the first step of validation, before any schema check: it walks the whole document and
+// records every value or key that must never be accepted, wherever it appears.
 func scan(v any, path string, depth int, ds *details) {
 	if ds.full() {
 		return
@@ -29,31 +30,31 @@ func scan(v any, path string, depth int, ds *details) {
 	switch t := v.(type) {
 	case map[string]any:
 		if depth > maxDepth {
-			ds.add(path, DetailTooDeep, msgTooDeep)
+			ds.add(path, problem.DetailTooDeep, msgTooDeep)
 			return
 		}
 		for _, k := range sortedKeys(t) {
 			kp, reportable := child(path, k)
 			if !reportable && credentialLike(k) {
-				ds.add(path, DetailInvalidValue, msgPlaintext)
+				ds.add(path, problem.DetailInvalidValue, msgPlaintext)
 			}
 			switch k {
 			case "installationId", "installation_id":
-				ds.add(kp, DetailInvalidValue, msgSingleton)
+				ds.add(kp, problem.DetailInvalidValue, msgSingleton)
 			case "__proto__", "constructor", "prototype":
-				ds.add(kp, DetailInvalidValue, msgUnsafeKey)
+				ds.add(kp, problem.DetailInvalidValue, msgUnsafeKey)
 			case "secretRef":
-				ds.add(kp, DetailInvalidValue, msgSecretRef)
+				ds.add(kp, problem.DetailInvalidValue, msgSecretRef)
 			}
 			if _, isString := t[k].(string); isString && credentialKey.MatchString(k) {
-				ds.add(kp, DetailInvalidValue, msgPlaintext)
+				ds.add(kp, problem.DetailInvalidValue, msgPlaintext)
 				continue
 			}
 			scan(t[k], kp, depth+1, ds)
 		}
 	case []any:
 		if depth > maxDepth {
-			ds.add(path, DetailTooDeep, msgTooDeep)
+			ds.add(path, problem.DetailTooDeep, msgTooDeep)
 			return
 		}
 		for i, e := range t {
@@ -61,11 +62,11 @@ func scan(v any, path string, depth int, ds *details) {
 		}
 	case string:
 		if obs.LooksLikeSecret(t) {
-			ds.add(path, DetailInvalidValue, msgPlaintext)
+			ds.add(path, problem.DetailInvalidValue, msgPlaintext)
 		}
 	case json.Number:
 		if !safeNumber(t) {
-			ds.add(path, DetailInvalidValue, msgUnsafeInteger)
+			ds.add(path, problem.DetailInvalidValue, msgUnsafeInteger)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // capabilities are the supported Driver capabilities, in reporting order.
@@ -46,12 +47,12 @@ var (
 	}
 
 	knownDetailCodes = map[string]bool{
-		DetailRequired: true, DetailUnknownField: true, DetailInvalidType: true, DetailInvalidFormat: true,
-		DetailInvalidValue: true, DetailTooLong: true, DetailTooDeep: true,
+		problem.DetailRequired: true, problem.DetailUnknownField: true, problem.DetailInvalidType: true, problem.DetailInvalidFormat: true,
+		problem.DetailInvalidValue: true, problem.DetailTooLong: true, problem.DetailTooDeep: true,
 	}
 )
 
-// validator applies the closed schema (§5.4 steps 2-5) and collects details.
+// validator applies the closed schema and collects details.
 type validator struct {
 	env  Env
 	opts options
@@ -78,13 +79,13 @@ func (v *validator) document(doc map[string]any) *Config {
 		case "backend":
 			v.backend(doc[k], p)
 		case "presets":
-			v.ds.add(p, DetailUnknownField, msgPresets)
+			v.ds.add(p, problem.DetailUnknownField, msgPresets)
 		case "runtime":
-			v.ds.add(p, DetailUnknownField, msgRuntime)
+			v.ds.add(p, problem.DetailUnknownField, msgRuntime)
 		case "integrations":
-			v.ds.add(p, DetailUnknownField, msgIntegrations)
+			v.ds.add(p, problem.DetailUnknownField, msgIntegrations)
 		default:
-			v.ds.add(p, DetailUnknownField, msgUnknownField)
+			v.ds.add(p, problem.DetailUnknownField, msgUnknownField)
 		}
 	}
 	if !v.env.Production && !hasOcc && !hasDrivers && !hasBackend && !hasPresets {
@@ -94,10 +95,10 @@ func (v *validator) document(doc map[string]any) *Config {
 		return cfg
 	}
 	if !hasOcc {
-		v.ds.add("/occ", DetailRequired, msgRequired)
+		v.ds.add("/occ", problem.DetailRequired, msgRequired)
 	}
 	if !hasDrivers {
-		v.ds.add("/drivers", DetailRequired, msgRequired)
+		v.ds.add("/drivers", problem.DetailRequired, msgRequired)
 	}
 	return cfg
 }
@@ -106,7 +107,7 @@ func (v *validator) document(doc map[string]any) *Config {
 func (v *validator) object(val any, path string) (map[string]any, bool) {
 	m, ok := val.(map[string]any)
 	if !ok {
-		v.ds.add(path, DetailInvalidType, msgObject)
+		v.ds.add(path, problem.DetailInvalidType, msgObject)
 	}
 	return m, ok
 }
@@ -116,7 +117,7 @@ func (v *validator) closed(m map[string]any, path string, allowed ...string) {
 	for _, k := range sortedKeys(m) {
 		if !slices.Contains(allowed, k) {
 			p, _ := child(path, k)
-			v.ds.add(p, DetailUnknownField, msgUnknownField)
+			v.ds.add(p, problem.DetailUnknownField, msgUnknownField)
 		}
 	}
 }
@@ -127,13 +128,13 @@ func (v *validator) str(m map[string]any, path, key string, required bool) (stri
 	raw, present := m[key]
 	if !present {
 		if required {
-			v.ds.add(p, DetailRequired, msgRequired)
+			v.ds.add(p, problem.DetailRequired, msgRequired)
 		}
 		return "", false
 	}
 	s, ok := raw.(string)
 	if !ok {
-		v.ds.add(p, DetailInvalidType, msgString)
+		v.ds.add(p, problem.DetailInvalidType, msgString)
 	}
 	return s, ok
 }
@@ -149,7 +150,7 @@ func (v *validator) occ(val any, path string) string {
 		return ""
 	}
 	if !validClusterName(cluster) {
-		v.ds.add(path+"/cluster", DetailInvalidValue, msgClusterName)
+		v.ds.add(path+"/cluster", problem.DetailInvalidValue, msgClusterName)
 		return ""
 	}
 	return cluster
@@ -180,7 +181,7 @@ func (v *validator) logging(val any, path string) slog.Level {
 	}
 	l, known := logLevels[level]
 	if !known {
-		v.ds.add(path+"/level", DetailInvalidValue, msgLogLevel)
+		v.ds.add(path+"/level", problem.DetailInvalidValue, msgLogLevel)
 		return slog.LevelInfo
 	}
 	return l
@@ -197,7 +198,7 @@ func (v *validator) observability(val any, path string) string {
 		return ""
 	}
 	if !validConsoleURL(raw) {
-		v.ds.add(path+"/url", DetailInvalidFormat, msgURL)
+		v.ds.add(path+"/url", problem.DetailInvalidFormat, msgURL)
 		return ""
 	}
 	return raw
@@ -224,11 +225,11 @@ func validConsoleURL(raw string) bool {
 func (v *validator) backend(val any, path string) {
 	list, ok := val.([]any)
 	if !ok {
-		v.ds.add(path, DetailInvalidType, msgList)
+		v.ds.add(path, problem.DetailInvalidType, msgList)
 		return
 	}
 	if len(list) > 0 {
-		v.ds.add(path, DetailInvalidValue, msgBackends)
+		v.ds.add(path, problem.DetailInvalidValue, msgBackends)
 	}
 }
 
@@ -243,16 +244,16 @@ func (v *validator) drivers(val any, path string, cfg *Config) {
 		}
 		p, _ := child(path, k)
 		if upstreamCapabilities[k] {
-			v.ds.add(p, DetailUnknownField, msgUnsupportedCap)
+			v.ds.add(p, problem.DetailUnknownField, msgUnsupportedCap)
 		} else {
-			v.ds.add(p, DetailUnknownField, msgUnknownField)
+			v.ds.add(p, problem.DetailUnknownField, msgUnknownField)
 		}
 	}
 	for _, capability := range capabilities {
 		p := path + "/" + capability
 		raw, present := m[capability]
 		if !present {
-			v.ds.add(p, DetailRequired, msgRequired)
+			v.ds.add(p, problem.DetailRequired, msgRequired)
 			continue
 		}
 		s := v.selection(capability, raw, p)
@@ -278,10 +279,10 @@ func (v *validator) selection(capability string, val any, path string) Selection
 		switch k {
 		case "id", "implementation", "configuration":
 		case "package":
-			v.ds.add(path+"/package", DetailUnknownField, msgPackage)
+			v.ds.add(path+"/package", problem.DetailUnknownField, msgPackage)
 		default:
 			p, _ := child(path, k)
-			v.ds.add(p, DetailUnknownField, msgUnknownField)
+			v.ds.add(p, problem.DetailUnknownField, msgUnknownField)
 		}
 	}
 	var s Selection
@@ -289,7 +290,7 @@ func (v *validator) selection(capability string, val any, path string) Selection
 		if driverID.MatchString(id) {
 			s.ID = id
 		} else {
-			v.ds.add(path+"/id", DetailInvalidFormat, msgDriverID)
+			v.ds.add(path+"/id", problem.DetailInvalidFormat, msgDriverID)
 		}
 	}
 	implOK := true
@@ -300,20 +301,20 @@ func (v *validator) selection(capability string, val any, path string) Selection
 		case !isString:
 			implOK = false
 		case !slices.Contains(implementations[capability], impl):
-			v.ds.add(path+"/implementation", DetailInvalidValue, msgUnknownImpl)
+			v.ds.add(path+"/implementation", problem.DetailInvalidValue, msgUnknownImpl)
 			implOK = false
 		default:
 			s.Implementation = impl
 		}
 	}
 	if implOK && v.env.Production && refusedInProduction[[2]string{capability, s.Implementation}] {
-		v.ds.add(path+"/implementation", DetailInvalidValue, msgNotInProduction)
+		v.ds.add(path+"/implementation", problem.DetailInvalidValue, msgNotInProduction)
 		implOK = false
 	}
 	cp := path + "/configuration"
 	raw, present := m["configuration"]
 	if !present {
-		v.ds.add(cp, DetailRequired, msgRequired)
+		v.ds.add(cp, problem.DetailRequired, msgRequired)
 		return s
 	}
 	configuration, ok := v.object(raw, cp)
@@ -329,7 +330,7 @@ func (v *validator) selection(capability string, val any, path string) Selection
 		check = v.builtin(capability, s.Implementation)
 	}
 	if check == nil {
-		v.ds.add(path+"/implementation", DetailInvalidValue, msgNoValidator)
+		v.ds.add(path+"/implementation", problem.DetailInvalidValue, msgNoValidator)
 		return s
 	}
 	v.adopt(cp, runValidator(check, configuration))
@@ -368,17 +369,17 @@ func (v *validator) builtin(capability, implementation string) ConfigurationVali
 }
 
 // runValidator calls a validator and turns a panic into a refusal.
-func runValidator(check ConfigurationValidator, configuration map[string]any) (out []Detail) {
+func runValidator(check ConfigurationValidator, configuration map[string]any) (out []problem.Detail) {
 	defer func() {
 		if recover() != nil {
-			out = []Detail{{Path: "", Code: DetailInvalidValue, Message: msgValidatorFailed}}
+			out = []problem.Detail{{Path: "", Code: problem.DetailInvalidValue, Message: msgValidatorFailed}}
 		}
 	}()
 	return check(configuration)
 }
 
 // adopt records a validator's details below base, replacing anything unsafe.
-func (v *validator) adopt(base string, out []Detail) {
+func (v *validator) adopt(base string, out []problem.Detail) {
 	for _, d := range out {
 		p := base + d.Path
 		if (d.Path != "" && d.Path[0] != '/') || !safePath(p) {
@@ -386,7 +387,7 @@ func (v *validator) adopt(base string, out []Detail) {
 		}
 		code := d.Code
 		if !knownDetailCodes[code] {
-			code = DetailInvalidValue
+			code = problem.DetailInvalidValue
 		}
 		message := d.Message
 		if !safeMessage.MatchString(message) || credentialLike(message) {
@@ -396,44 +397,36 @@ func (v *validator) adopt(base string, out []Detail) {
 	}
 }
 
-func validateNativeIAM(configuration map[string]any) []Detail {
+func validateNativeIAM(configuration map[string]any) []problem.Detail {
 	err := iam.ValidateNativeConfiguration(configuration)
 	if err == nil {
 		return nil
 	}
 	var cerr *iam.ConfigurationError
-	if !errors.As(err, &cerr) || len(cerr.Paths) == 0 {
-		return []Detail{{Path: "", Code: DetailInvalidValue, Message: msgNativeIAMNotEmpty}}
+	if !errors.As(err, &cerr) || len(cerr.Details) == 0 {
+		return []problem.Detail{{Path: "", Code: problem.DetailInvalidValue, Message: msgNativeIAMNotEmpty}}
 	}
-	out := make([]Detail, 0, len(cerr.Paths))
-	for _, p := range cerr.Paths {
-		code := DetailUnknownField
-		if p == "" {
-			code = DetailInvalidType
-		}
-		out = append(out, Detail{Path: p, Code: code, Message: msgNativeIAMNotEmpty})
-	}
-	return out
+	return cerr.Details
 }
 
 // validateFilesystem checks {root: <absolute clean path>} (closed).
-func validateFilesystem(configuration map[string]any) []Detail {
-	var out []Detail
+func validateFilesystem(configuration map[string]any) []problem.Detail {
+	var out []problem.Detail
 	for _, k := range sortedKeys(configuration) {
 		if k != "root" {
 			p, _ := child("", k)
-			out = append(out, Detail{Path: p, Code: DetailUnknownField, Message: msgUnknownField})
+			out = append(out, problem.Detail{Path: p, Code: problem.DetailUnknownField, Message: msgUnknownField})
 		}
 	}
 	raw, present := configuration["root"]
 	root, isString := raw.(string)
 	switch {
 	case !present:
-		out = append(out, Detail{Path: "/root", Code: DetailRequired, Message: msgRootRequired})
+		out = append(out, problem.Detail{Path: "/root", Code: problem.DetailRequired, Message: msgRootRequired})
 	case !isString:
-		out = append(out, Detail{Path: "/root", Code: DetailInvalidType, Message: msgString})
+		out = append(out, problem.Detail{Path: "/root", Code: problem.DetailInvalidType, Message: msgString})
 	case len(root) > 4096 || !filepath.IsAbs(root) || filepath.Clean(root) != root || strings.ContainsRune(root, 0):
-		out = append(out, Detail{Path: "/root", Code: DetailInvalidValue, Message: msgAbsolutePath})
+		out = append(out, problem.Detail{Path: "/root", Code: problem.DetailInvalidValue, Message: msgAbsolutePath})
 	}
 	return out
 }

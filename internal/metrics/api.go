@@ -18,7 +18,7 @@ const Unmatched = "unmatched"
 // /namespaces/{namespaceId}/agents/{agentId}:deploy, at most 256 characters.
 var routeTemplate = regexp.MustCompile(`^/[A-Za-z0-9/{}:._~-]{0,255}$`)
 
-// excludedRoutes are never counted (drivers-config-obs §7.3: health and metrics are excluded).
+// excludedRoutes are never counted (health and metrics are excluded).
 var excludedRoutes = []string{"/healthz", "/readyz", "/metrics"}
 
 // APIMetrics holds the API families. Its methods are safe for concurrent use.

@@ -1,5 +1,5 @@
-// Package metrics serves OCC's Prometheus metrics on a private listener, one per process
-// (drivers-config-obs §7.3, worker-lifecycle §4.6), when OCC_METRICS_ENABLED is true.
+// Package metrics serves OCC's Prometheus metrics on a private listener, one per process, when
+// OCC_METRICS_ENABLED is true.
 //
 // Every family carries the constant label service="api" or service="worker" and no tenant, Agent
 // or request label. The application families are:
@@ -13,13 +13,13 @@
 //	occ_work_oldest_pending_age_seconds                            gauge     (worker; read per scrape)
 //	occ_agents{lifecycle_state}                                    gauge     (worker; all six states once counted)
 //
-// The worker's pending gauges come from store.WorkPending, one read-only statement per scrape on the
-// pool from NewPool (two connections, 500 ms connect timeout, 1500 ms statement
-// timeout, read-only transactions). Concurrent scrapes share one collection. When it fails the
-// scrape answers 503 with no metrics at all, and the connection is discarded. occ_agents is a pass
-// over every Agent: a scrape starts a background recount (store.AgentStatesWithin, its own 30 s
-// timeout) when the last one is 30 s old, and reports the last count; the series are absent until
-// the first count finished. API scrapes never touch the database.
+// The worker's pending gauges come from store.WorkPending, one read-only statement per scrape on
+// the pool from NewPool (two connections, 500 ms connect timeout, 1500 ms statement timeout,
+// read-only transactions). Concurrent scrapes share one collection. When it fails the scrape
+// answers 503 with no metrics at all, and the connection is discarded. occ_agents is a pass over
+// every Agent: a scrape starts a background recount (store.AgentStatesWithin, its own 30 s timeout)
+// when the last one is 30 s old, and reports the last count; the series are absent until the first
+// count finished. API scrapes never touch the database.
 //
 // Label values outside the documented sets are dropped rather than recorded, so a caller bug can
 // never grow the label space: ObserveAttempt ignores unknown work kinds and outcomes,
@@ -58,6 +58,6 @@
 // Serve runs until its context ends and then shuts down gracefully. Only GET /metrics is served
 // (other paths 404, other methods on /metrics 405), every response has Cache-Control: no-store, the
 // content type is negotiated from the scraper's Accept header, at most 16 connections are open at
-// once (more are closed on accept), reads, writes and idle keep-alives are limited to 5 s, and there
-// is no authentication: the listener belongs on a private address.
+// once (more are closed on accept), reads, writes and idle keep-alives are limited to 5 s, and
+// there is no authentication: the listener belongs on a private address.
 package metrics

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Listener limits (drivers-config-obs §7.3).
+// Listener limits.
 const (
 	MaxConnections  = 16
 	Timeout         = 5 * time.Second

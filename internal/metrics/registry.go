@@ -14,7 +14,7 @@ const (
 	ServiceWorker = "worker"
 )
 
-// Histogram buckets (drivers-config-obs §7.3), in seconds.
+// Histogram buckets, in seconds.
 var (
 	httpBuckets        = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 	attemptBuckets     = []float64{0.01, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 900}

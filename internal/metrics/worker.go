@@ -31,8 +31,8 @@ const BacklogTimeout = PoolConnectTimeout + PoolStatementTimeout
 // BacklogFunc reads the worker gauges; PoolBacklog is the production one.
 type BacklogFunc func(ctx context.Context) (store.Backlog, error)
 
-// Agent lifecycle counts are one pass over every Agent (about 10 µs each), too slow for every scrape
-// of a large Installation: PoolBacklog refreshes them in the background, at most every
+// Agent lifecycle counts are one pass over every Agent (about 10 µs each), too slow for every
+// scrape of a large Installation: PoolBacklog refreshes them in the background, at most every
 // AgentStatesRefresh, each refresh bounded by AgentStatesTimeout.
 const (
 	AgentStatesRefresh = 30 * time.Second
@@ -158,8 +158,8 @@ func (m *WorkerMetrics) ObserveAttempt(workKind, outcome string, d time.Duration
 }
 
 // ObserveAgentOperation records the time from an operation's admission (the work's created_at) to
-// its successful finalization. Call it once per real first activation (deploy) or real stop, not for
-// maintenance, superseded or failed work. Unknown operations are ignored.
+// its successful finalization. Call it once per real first activation (deploy) or real stop, not
+// for maintenance, superseded or failed work. Unknown operations are ignored.
 func (m *WorkerMetrics) ObserveAgentOperation(op string, d time.Duration) {
 	if !slices.Contains(agentOperationNames, op) {
 		return

@@ -9,33 +9,12 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // maxSafeInteger is 2^53-1, the largest integer every JSON reader holds exactly.
 const maxSafeInteger = 1<<53 - 1
-
-// maxDetails bounds the configuration diagnostics on a startup failure.
-const maxDetails = 32
-
-// Detail codes: the one vocabulary of Detail.Code shared by the API's error details, the settings,
-// the startup YAML and the drivers' configuration schemas (api-iam §1.1). Packages re-export the
-// codes they use under the same names.
-const (
-	DetailRequired      = "REQUIRED"
-	DetailUnknownField  = "UNKNOWN_FIELD"
-	DetailInvalidType   = "INVALID_TYPE"
-	DetailInvalidFormat = "INVALID_FORMAT"
-	DetailInvalidValue  = "INVALID_VALUE"
-	DetailTooLong       = "TOO_LONG"
-	DetailTooDeep       = "TOO_DEEP"
-)
-
-// Detail is one configuration diagnostic of a startup failure: a JSON Pointer into
-// the rejected document and an UPPER_SNAKE code. Submitted values are never part of it.
-type Detail struct {
-	Path string `json:"path"`
-	Code string `json:"code"`
-}
 
 // BootstrapAttempt is the object form of the "attempt" field, used by bootstrap
 // diagnostics to say what a failed attempt had already created. Empty fields are
@@ -75,7 +54,7 @@ const (
 	ruleFilePath             // absolute file path
 	ruleRoute                // URL path template, or a safe string
 	ruleMessage              // safe string, only on messageEvents
-	ruleDetails              // []Detail, only on detailEvents
+	ruleDetails              // []problem.Detail, only on detailEvents
 )
 
 // allowedFields is the field allowlist. "event" is on the upstream list but is the
@@ -222,7 +201,7 @@ func encodeField(event, key string, value slog.Value) ([]byte, bool) {
 		}
 	case ruleDetails:
 		if value.Kind() == slog.KindAny && detailEvents[event] {
-			if details, ok := value.Any().([]Detail); ok {
+			if details, ok := value.Any().([]problem.Detail); ok {
 				return encodeDetails(details)
 			}
 		}
@@ -313,10 +292,10 @@ func encodeAttemptObject(v any) ([]byte, bool) {
 
 // encodeDetails keeps at most 32 well-formed diagnostics; malformed ones are dropped
 // one by one, and the field disappears when none is left.
-func encodeDetails(details []Detail) ([]byte, bool) {
-	kept := make([]Detail, 0, min(len(details), maxDetails))
+func encodeDetails(details []problem.Detail) ([]byte, bool) {
+	kept := make([]problem.Detail, 0, min(len(details), problem.MaxDetails))
 	for _, d := range details {
-		if len(kept) == maxDetails {
+		if len(kept) == problem.MaxDetails {
 			break
 		}
 		if len(d.Path) > 512 || !detailPathPattern.MatchString(d.Path) || looksLikeCredential(d.Path) {

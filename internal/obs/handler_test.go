@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/testkit/logbuf"
 )
 
@@ -215,7 +216,7 @@ func TestMessageOnlyOnListedEvents(t *testing.T) {
 }
 
 func TestDetails(t *testing.T) {
-	details := []Detail{
+	details := []problem.Detail{
 		{Path: "/drivers/compute/configuration/storageClassName", Code: "INVALID_STORAGE_CLASS"},
 		{Path: "", Code: "SCHEMA_MISMATCH"},
 		{Path: "/a~1b/c~0d", Code: "X"},
@@ -235,16 +236,16 @@ func TestDetails(t *testing.T) {
 		t.Fatalf("details = %#v", got["details"])
 	}
 
-	many := make([]Detail, 40)
+	many := make([]problem.Detail, 40)
 	for i := range many {
-		many[i] = Detail{Path: fmt.Sprintf("/items/%d", i), Code: "INVALID"}
+		many[i] = problem.Detail{Path: fmt.Sprintf("/items/%d", i), Code: "INVALID"}
 	}
 	got = fields(t, logLine(t, slog.LevelInfo, "migration.failed", slog.Any("details", many)))
 	if n := len(got["details"].([]any)); n != 32 {
 		t.Fatalf("kept %d details, want 32", n)
 	}
 
-	// Not on other events, and only as []Detail.
+	// Not on other events, and only as []problem.Detail.
 	for _, c := range []struct {
 		event string
 		value any
@@ -255,8 +256,8 @@ func TestDetails(t *testing.T) {
 		{"startup-error", []map[string]string{{"path": "/a", "code": "X"}}},
 		{"startup-error", map[string]any{"path": "/a", "code": "X"}},
 		{"startup-error", "details"},
-		{"startup-error", []Detail{}},
-		{"startup-error", []Detail{{Path: "/x", Code: "bad code"}}},
+		{"startup-error", []problem.Detail{}},
+		{"startup-error", []problem.Detail{{Path: "/x", Code: "bad code"}}},
 	} {
 		if got := fields(t, logLine(t, slog.LevelInfo, c.event, slog.Any("details", c.value))); len(got) != 0 {
 			t.Errorf("%s %T: kept %v", c.event, c.value, got)
@@ -457,9 +458,9 @@ func TestWithAttrsAndGroups(t *testing.T) {
 
 func TestWriteStartupFailure(t *testing.T) {
 	var buf bytes.Buffer
-	WriteStartupFailure(&buf, "occ-api", "startup-error", "DRIVER_CONFIGURATION_INVALID",
+	WriteStartupFailure(&buf, "occ-api", "startup-error", problem.New("DRIVER_CONFIGURATION_INVALID",
 		"Driver configuration does not match its schema.",
-		[]Detail{{Path: "/drivers/compute/configuration", Code: "ADDITIONAL_PROPERTY"}})
+		problem.Detail{Path: "/drivers/compute/configuration", Code: "ADDITIONAL_PROPERTY"}))
 	m := decode(t, buf.String())
 	if m["severity"] != "ERROR" || m["event"] != "startup-error" || m["service"] != "occ-api" ||
 		m["code"] != "DRIVER_CONFIGURATION_INVALID" || m["message"] != "Driver configuration does not match its schema." {
@@ -470,14 +471,14 @@ func TestWriteStartupFailure(t *testing.T) {
 	}
 
 	buf.Reset()
-	WriteStartupFailure(&buf, "occ-migrate", "migration.failed", "PERSISTENCE_UNAVAILABLE", "", nil)
+	WriteStartupFailure(&buf, "occ-migrate", "migration.failed", problem.New("PERSISTENCE_UNAVAILABLE", ""))
 	if got := fields(t, buf.String()); !reflect.DeepEqual(got, map[string]any{"code": "PERSISTENCE_UNAVAILABLE"}) {
 		t.Fatalf("fields = %v", got)
 	}
 
 	// Not a listed event: one line, message and details dropped.
 	buf.Reset()
-	WriteStartupFailure(&buf, "occ-api", "listening", "X", "msg", []Detail{{Path: "/a", Code: "B"}})
+	WriteStartupFailure(&buf, "occ-api", "listening", problem.New("X", "msg", problem.Detail{Path: "/a", Code: "B"}))
 	if got := fields(t, buf.String()); !reflect.DeepEqual(got, map[string]any{"code": "X"}) {
 		t.Fatalf("fields = %v", got)
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // leakEvents cover every gate: message and details events, plain events, and one that
@@ -32,7 +34,7 @@ func logEverywhere(t testing.TB, w *bytes.Buffer, value string, events ...string
 		AuthAccountID: value, InstallationID: value, PasswordFile: "/" + value, PrincipalID: value,
 		ServiceKeyExpiresAt: value, ServiceKeyFile: "/k/" + value, ServiceKeyID: value, ServicePrincipalID: value,
 	}
-	details := []Detail{{Path: "/" + value, Code: "X"}, {Path: "/x", Code: upper}, {Path: "/drivers/" + value, Code: value}}
+	details := []problem.Detail{{Path: "/" + value, Code: "X"}, {Path: "/x", Code: upper}, {Path: "/drivers/" + value, Code: value}}
 
 	for _, service := range []string{"occ-worker", value} {
 		logger := NewLogger(w, service, slog.LevelDebug)
@@ -52,9 +54,9 @@ func logEverywhere(t testing.TB, w *bytes.Buffer, value string, events ...string
 			logger.Info(event, "message", value, "code", upper, "reason", value)
 			logger.With("code", value, "cause", upper).WithGroup("g").Info(event, "message", value)
 		}
-		WriteStartupFailure(w, service, EventStartupError, value, value, details)
-		WriteStartupFailure(w, service, EventWorkerStartupError, upper, value, details)
-		WriteStartupFailure(w, service, value, value, value, details)
+		WriteStartupFailure(w, service, EventStartupError, problem.New(value, value, details...))
+		WriteStartupFailure(w, service, EventWorkerStartupError, problem.New(upper, value, details...))
+		WriteStartupFailure(w, service, value, problem.New(value, value, details...))
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 // recorded.
 const Redacted = "[REDACTED]"
 
-// secretPattern is the plaintext-credential expression of the startup YAML check
-// (drivers-config-obs §5.4), matched case-insensitively.
+// secretPattern is the plaintext-credential expression of the startup YAML check, matched
+// case-insensitively.
 var secretPattern = regexp.MustCompile(`(?i)\bBearer\s+[A-Za-z0-9._~-]+` +
 	`|\bsk-(?:proj-)?[A-Za-z0-9_-]{12,}` +
 	`|-----BEGIN [A-Z ]*PRIVATE KEY-----` +
@@ -42,7 +42,7 @@ var credentialPattern = regexp.MustCompile(`(?i)` +
 	`|(^|[^A-Za-z0-9])(?:sk-|gh[opusr][-_]|github_pat_|xox[a-z0-9]{0,2}-|akia[0-9a-z])[A-Za-z0-9_.~+/=-]*`)
 
 // LooksLikeSecret reports whether s contains a plaintext credential by the shared
-// definition (drivers-config-obs §5.4): a Bearer token, an OpenAI-style "sk-" key, a
+// definition: a Bearer token, an OpenAI-style "sk-" key, a
 // PEM private-key header, a GitHub token, or an AWS access key id; case-insensitive.
 func LooksLikeSecret(s string) bool {
 	return secretPattern.MatchString(s)

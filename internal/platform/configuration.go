@@ -6,12 +6,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // ConfigurationKindAgent is the only Configuration kind.
 const ConfigurationKindAgent = "agent"
 
-// Limits of secretBindings (api-iam §1.4).
+// Limits of secretBindings.
 const (
 	MaxSecretBindings      = 64
 	MaxSecretBindingName   = 253
@@ -45,12 +47,12 @@ var ModelAPIs = []string{
 	"google-generative-ai", "ollama", "bedrock-converse-stream",
 }
 
-// ValidateConfigurationValues is the light validation of a native OpenClaw document (api-iam
-// §1.4): every model provider's baseUrl (and that of its models entries) must be an absolute
-// http(s) URL and its api one of ModelAPIs. Blank baseUrls and ${VAR} values are skipped. Detail
-// paths point inside the request (prefix, e.g. "/values").
-func ValidateConfigurationValues(values map[string]any, prefix string) []Detail {
-	var details []Detail
+// ValidateConfigurationValues is the light validation of a native OpenClaw document: every model
+// provider's baseUrl (and that of its models entries) must be an absolute http(s) URL and its api
+// one of ModelAPIs. Blank baseUrls and ${VAR} values are skipped. Detail paths point inside the
+// request (prefix, e.g. "/values").
+func ValidateConfigurationValues(values map[string]any, prefix string) []problem.Detail {
+	var details []problem.Detail
 	models, _ := values["models"].(map[string]any)
 	providers, ok := models["providers"].(map[string]any)
 	if !ok {
@@ -66,7 +68,7 @@ func ValidateConfigurationValues(values map[string]any, prefix string) []Detail 
 		if !ok {
 			continue
 		}
-		path := prefix + JSONPointer("models", "providers", name)
+		path := prefix + problem.JSONPointer("models", "providers", name)
 		details = append(details, checkModelEndpoint(provider, path)...)
 		entries, _ := provider["models"].([]any)
 		for i, entry := range entries {
@@ -74,25 +76,25 @@ func ValidateConfigurationValues(values map[string]any, prefix string) []Detail 
 				details = append(details, checkModelEndpoint(m, path+"/models/"+strconv.Itoa(i))...)
 			}
 		}
-		if len(details) >= MaxDetails {
-			return details[:MaxDetails]
+		if len(details) >= problem.MaxDetails {
+			return details[:problem.MaxDetails]
 		}
 	}
 	return details
 }
 
-func checkModelEndpoint(m map[string]any, path string) []Detail {
-	var details []Detail
+func checkModelEndpoint(m map[string]any, path string) []problem.Detail {
+	var details []problem.Detail
 	if raw, present := m["baseUrl"]; present {
 		s, ok := raw.(string)
 		switch {
 		case !ok:
-			details = append(details, Detail{Path: path + "/baseUrl", Code: DetailInvalidType})
+			details = append(details, problem.Detail{Path: path + "/baseUrl", Code: problem.DetailInvalidType})
 		case strings.TrimSpace(s) == "" || strings.Contains(s, "${"):
 		default:
 			u, err := url.Parse(s)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				details = append(details, Detail{Path: path + "/baseUrl", Code: DetailInvalidFormat})
+				details = append(details, problem.Detail{Path: path + "/baseUrl", Code: problem.DetailInvalidFormat})
 			}
 		}
 	}
@@ -100,10 +102,10 @@ func checkModelEndpoint(m map[string]any, path string) []Detail {
 		s, ok := raw.(string)
 		switch {
 		case !ok:
-			details = append(details, Detail{Path: path + "/api", Code: DetailInvalidType})
+			details = append(details, problem.Detail{Path: path + "/api", Code: problem.DetailInvalidType})
 		case strings.Contains(s, "${"):
 		case !slices.Contains(ModelAPIs, s):
-			details = append(details, Detail{Path: path + "/api", Code: DetailInvalidValue})
+			details = append(details, problem.Detail{Path: path + "/api", Code: problem.DetailInvalidValue})
 		}
 	}
 	return details

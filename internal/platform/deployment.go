@@ -1,6 +1,6 @@
 package platform
 
-// Agent lifecycle values (worker-lifecycle §1.3).
+// Agent lifecycle values.
 const (
 	AgentActive   = "active"
 	AgentDeleting = "deleting"
@@ -12,7 +12,7 @@ const (
 	AgentTargetDeleted = "deleted"
 )
 
-// Deployment statuses (worker-lifecycle §1.5).
+// Deployment statuses.
 const (
 	DeploymentQueued    = "queued"
 	DeploymentRunning   = "running"
@@ -31,7 +31,7 @@ const (
 	MessageDeploymentFailedDefault = "Deployment reconciliation failed."
 )
 
-// progressMessages are the fixed messages of progress.lastAttempt (worker-lifecycle §4.3); any
+// progressMessages are the fixed messages of progress.lastAttempt; any
 // other code is reported as RECONCILIATION_PENDING.
 var progressMessages = map[string]string{
 	"REVISION_INCOMPLETE":             "Deployment is waiting for the runtime to become ready.",
@@ -61,7 +61,7 @@ func ProgressOf(code string) (string, string) {
 	return CodeReconciliationPending, MessageReconciliationPending
 }
 
-// failureMessages are the fixed messages of a failed deployment's error (worker-lifecycle §4.4).
+// failureMessages are the fixed messages of a failed deployment's error.
 var failureMessages = map[string]string{
 	"CONVERGENCE_DEADLINE_EXCEEDED":          "Deployment did not converge before its deadline.",
 	"RUNTIME_AUTHENTICATION_FAILED":          "The runtime credentials were rejected.",

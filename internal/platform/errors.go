@@ -1,13 +1,14 @@
 package platform
 
 import (
-	"github.com/openclaw/occ/internal/obs"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
-// API error codes (api-iam §2.1). The status of each is fixed by StatusOf.
+// API error codes. The status of each is fixed by StatusOf.
 const (
 	CodeInvalidRequest     = "INVALID_REQUEST"
 	CodeUnauthenticated    = "UNAUTHENTICATED"
@@ -36,20 +37,6 @@ const (
 	CodeExpiredToken         = "EXPIRED_TOKEN"
 	CodeCLISessionLimit      = "CLI_SESSION_LIMIT"
 )
-
-// Detail codes of an error's details (api-iam §1.1; the vocabulary lives in obs).
-const (
-	DetailRequired      = obs.DetailRequired
-	DetailUnknownField  = obs.DetailUnknownField
-	DetailInvalidType   = obs.DetailInvalidType
-	DetailInvalidFormat = obs.DetailInvalidFormat
-	DetailInvalidValue  = obs.DetailInvalidValue
-	DetailTooLong       = obs.DetailTooLong
-	DetailTooDeep       = obs.DetailTooDeep
-)
-
-// MaxDetails bounds an error's details.
-const MaxDetails = 32
 
 // Fixed messages for errors whose cause must never reach the client.
 const (
@@ -105,46 +92,24 @@ func StatusOf(code string) int {
 	return http.StatusInternalServerError
 }
 
-// Detail locates one problem of a request: a JSON Pointer into the request and a detail code.
-// Submitted values are never part of it.
-type Detail struct {
-	Path string `json:"path"`
-	Code string `json:"code"`
-}
-
-// Error is an API error with a stable code. Message is a fixed, client-safe sentence (1..256
-// characters); Cause, when set, is for the server's own classification and never leaves it.
+// Error is an API error: a problem (code, a fixed client-safe message of 1..256 characters,
+// details; the cause never leaves the server) answered with the HTTP status of its code.
 type Error struct {
-	Code       string
-	Message    string
-	Details    []Detail
+	problem.Problem
 	RetryAfter time.Duration // 429 only
-	Cause      error
 }
-
-func (e *Error) Error() string {
-	if e.Cause != nil {
-		return e.Code + ": " + e.Message + ": " + e.Cause.Error()
-	}
-	return e.Code + ": " + e.Message
-}
-
-func (e *Error) Unwrap() error { return e.Cause }
 
 // Status is the HTTP status of the error's code.
 func (e *Error) Status() int { return StatusOf(e.Code) }
 
 // NewError returns an error with code, message and details (at most MaxDetails are kept).
-func NewError(code, message string, details ...Detail) *Error {
-	if len(details) > MaxDetails {
-		details = details[:MaxDetails]
-	}
-	return &Error{Code: code, Message: clampMessage(message), Details: details}
+func NewError(code, message string, details ...problem.Detail) *Error {
+	return &Error{Problem: problem.Problem{Code: code, Message: clampMessage(message), Details: problem.Limit(details)}}
 }
 
 // Invalid is a 400 INVALID_REQUEST naming one field.
 func Invalid(message, path, detailCode string) *Error {
-	return NewError(CodeInvalidRequest, message, Detail{Path: path, Code: detailCode})
+	return NewError(CodeInvalidRequest, message, problem.Detail{Path: path, Code: detailCode})
 }
 
 // Conflict is a 409 RESOURCE_CONFLICT.
@@ -155,7 +120,7 @@ func NotFound(message string) *Error { return NewError(CodeNotFound, message) }
 
 // Unavailable is a 503 DEPENDENCY_UNAVAILABLE with the fixed message; cause stays on the server.
 func Unavailable(cause error) *Error {
-	return &Error{Code: CodeDependencyUnavailable, Message: MessageDependencyUnavailable, Cause: cause}
+	return &Error{Problem: problem.Problem{Code: CodeDependencyUnavailable, Message: MessageDependencyUnavailable, Cause: cause}}
 }
 
 // clampMessage keeps a message within 1..256 characters.
@@ -182,15 +147,3 @@ func TruncateRunes(s string, n int) string {
 	}
 	return s
 }
-
-// JSONPointer escapes tokens into an RFC 6901 JSON Pointer ("" for no tokens).
-func JSONPointer(tokens ...string) string {
-	var b strings.Builder
-	for _, t := range tokens {
-		b.WriteByte('/')
-		b.WriteString(pointerEscaper.Replace(t))
-	}
-	return b.String()
-}
-
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")

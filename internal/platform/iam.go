@@ -5,33 +5,34 @@ import (
 	"strconv"
 
 	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/problem"
 )
 
-// NamespaceRoleKinds are the resource kinds a Namespace Role may name (api-iam §2.5, §3.4): no
+// NamespaceRoleKinds are the resource kinds a Namespace Role may name: no
 // installation.
 var NamespaceRoleKinds = []string{
 	iam.KindNamespace, iam.KindAgent, iam.KindAgentRevision, iam.KindConfiguration,
 	iam.KindCredentialSource, iam.KindPreset, iam.KindSecret, iam.KindServiceAccount,
 }
 
-// BindingTargetKinds are the resource kinds a Namespace AccessBinding may target (api-iam §3.5).
+// BindingTargetKinds are the resource kinds a Namespace AccessBinding may target.
 var BindingTargetKinds = NamespaceRoleKinds
 
 // ValidateNamespaceRolePermissions applies the Namespace Role rules beyond the schema: every pair
 // is in the supported matrix, `namespace` only with `read`, and no pair twice. Each problem names
 // the offending list item.
-func ValidateNamespaceRolePermissions(perms []iam.Permission) []Detail {
-	var details []Detail
+func ValidateNamespaceRolePermissions(perms []iam.Permission) []problem.Detail {
+	var details []problem.Detail
 	seen := make(map[iam.Permission]bool, len(perms))
 	for i, p := range perms {
 		path := "/permissions/" + strconv.Itoa(i)
 		switch {
 		case !iam.Supported(p.Action, p.ResourceKind):
-			details = append(details, Detail{Path: path, Code: DetailInvalidValue})
+			details = append(details, problem.Detail{Path: path, Code: problem.DetailInvalidValue})
 		case p.ResourceKind == iam.KindNamespace && p.Action != iam.ActionRead:
-			details = append(details, Detail{Path: path, Code: DetailInvalidValue})
+			details = append(details, problem.Detail{Path: path, Code: problem.DetailInvalidValue})
 		case seen[p]:
-			details = append(details, Detail{Path: path, Code: DetailInvalidValue})
+			details = append(details, problem.Detail{Path: path, Code: problem.DetailInvalidValue})
 		}
 		seen[p] = true
 	}

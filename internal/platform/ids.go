@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Identifier prefixes (SPEC §2).
+// Identifier prefixes.
 const (
 	PrefixInstallation     = "ins"
 	PrefixNamespace        = "ns"

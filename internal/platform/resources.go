@@ -45,7 +45,7 @@ func ValidOpaqueID(s string) bool { return utf8.ValidString(s) && opaqueID.Match
 // DNSLabelPattern is a Kubernetes DNS-1123 label (1..63 characters), the rule of existingNamespace.
 const DNSLabelPattern = `^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
 
-// Namespace lifecycle states (api-iam §1.3). A tombstoned Namespace keeps status deleting and is
+// Namespace lifecycle states. A tombstoned Namespace keeps status deleting and is
 // never returned.
 const (
 	NamespaceProvisioning = "provisioning"

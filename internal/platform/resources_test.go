@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 func TestNamespaceRemainsMessage(t *testing.T) {
@@ -38,7 +39,7 @@ func TestErrorsAndPointers(t *testing.T) {
 	if e := NewError(CodeInvalidRequest, strings.Repeat("é", 300)); utf8.RuneCountInString(e.Message) != 256 {
 		t.Fatalf("message %d", utf8.RuneCountInString(e.Message))
 	}
-	if JSONPointer("a/b", "~c") != "/a~1b/~0c" || JSONPointer() != "" {
+	if problem.JSONPointer("a/b", "~c") != "/a~1b/~0c" || problem.JSONPointer() != "" {
 		t.Fatal("pointer escaping")
 	}
 	if _, ok := ParseTime("2026-02-30T00:00:00.000Z"); ok {

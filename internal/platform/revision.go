@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-// Harness identifiers and modes (SPEC §3). Each Harness is pinned to one descriptor version per
+// Harness identifiers and modes. Each Harness is pinned to one descriptor version per
 // build: a revision records the descriptor it was admitted with, and a worker refuses a revision
 // whose descriptor it does not run (HARNESS_DESCRIPTOR_MISMATCH).
 const (
@@ -32,7 +32,7 @@ var PinnedHarnesses = map[string]HarnessDescriptor{
 	ExecutionDedicated: {ID: HarnessCodex, Version: "0.63.0", Mode: ExecutionDedicated},
 }
 
-// Harness authentication methods in scope (SPEC §3).
+// Harness authentication methods in scope.
 const (
 	HarnessAuthRuntime  = "runtime"
 	HarnessAuthAPIKey   = "api_key"
@@ -78,7 +78,7 @@ type ComputeSelection struct {
 }
 
 // RevisionSpec is the immutable snapshot admitted by deploy and stored in
-// occ.agent_revisions.admitted_spec (worker-lifecycle §1.4). The worker reads only this, never the
+// occ.agent_revisions.admitted_spec. The worker reads only this, never the
 // Agent's editable draft.
 type RevisionSpec struct {
 	ConfigurationID         string                   `json:"configurationId"`
@@ -122,7 +122,7 @@ func DecodeRevisionSpec(raw []byte) (RevisionSpec, error) {
 	return s, nil
 }
 
-// WorkKeys of Agent and revision work (worker-lifecycle §2.2).
+// WorkKeys of Agent and revision work.
 func RevisionWorkKey(revisionID string) string { return "agent_revision:" + revisionID + ":reconcile" }
 
 // AgentDeleteWorkKey is the (deduplicating) deletion key of an Agent.

@@ -409,7 +409,8 @@ func SafeCode(s string) string {
 	return s
 }
 
-// Backoff is the full-jitter delay before attempt n+1: min(300 s, 1 s · 2^min(max(n−1, 0), 30)) · jitter.
+// Backoff is the full-jitter delay before attempt n+1: min(300 s, 1 s · 2^min(max(n−1, 0), 30)) ·
+// jitter.
 func Backoff(n int, jitter float64) time.Duration {
 	exp := min(max(n-1, 0), 30)
 	d := min(float64(MaxBackoff), float64(InitialBackoff)*float64(int64(1)<<exp))

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 const (
@@ -27,7 +29,7 @@ func (r *reader) authBaseURL(mode Mode, bootstrap bool) string {
 	case !ok && mode == Development:
 		v = DevelopmentAuthBaseURL
 	case !ok || isBlank(v):
-		r.fail(baseURLName, CodeAuthBaseURLInvalid, DetailRequired, configuredMessage(baseURLName))
+		r.fail(baseURLName, CodeAuthBaseURLInvalid, problem.DetailRequired, configuredMessage(baseURLName))
 		return ""
 	}
 	o, detail, message := parseOrigin(v, bootstrap)
@@ -37,11 +39,11 @@ func (r *reader) authBaseURL(mode Mode, bootstrap bool) string {
 	}
 	if mode == Development {
 		if !(o.host == "127.0.0.1" || o.host == "[::1]" || (bootstrap && o.host == "localhost")) {
-			r.fail(baseURLName, CodeAuthBaseURLInvalid, DetailInvalidValue, baseURLLoopbackMessage)
+			r.fail(baseURLName, CodeAuthBaseURLInvalid, problem.DetailInvalidValue, baseURLLoopbackMessage)
 			return ""
 		}
 	} else if o.scheme != "https" && o.host != "127.0.0.1" && o.host != "localhost" && o.host != "[::1]" {
-		r.fail(baseURLName, CodeAuthBaseURLInvalid, DetailInvalidValue, baseURLHTTPSMessage)
+		r.fail(baseURLName, CodeAuthBaseURLInvalid, problem.DetailInvalidValue, baseURLHTTPSMessage)
 		return ""
 	}
 	return o.String()
@@ -68,24 +70,24 @@ func (o origin) String() string {
 // normalized the way browsers do (127.1 and 0177.0.0.1 become 127.0.0.1).
 func parseOrigin(raw string, strictIPv4 bool) (o origin, detail, message string) {
 	if raw != strings.TrimSpace(raw) || strings.ContainsRune(raw, '\\') {
-		return origin{}, DetailInvalidFormat, baseURLShapeMessage
+		return origin{}, problem.DetailInvalidFormat, baseURLShapeMessage
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return origin{}, DetailInvalidFormat, baseURLShapeMessage
+		return origin{}, problem.DetailInvalidFormat, baseURLShapeMessage
 	}
 	if u.Scheme == "" {
-		return origin{}, DetailInvalidFormat, baseURLShapeMessage
+		return origin{}, problem.DetailInvalidFormat, baseURLShapeMessage
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return origin{}, DetailInvalidValue, baseURLShapeMessage
+		return origin{}, problem.DetailInvalidValue, baseURLShapeMessage
 	}
 	if u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
-		return origin{}, DetailInvalidFormat, baseURLShapeMessage
+		return origin{}, problem.DetailInvalidFormat, baseURLShapeMessage
 	}
 	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawPath != "" ||
 		u.RawQuery != "" || u.ForceQuery || strings.ContainsRune(raw, '#') {
-		return origin{}, DetailInvalidValue, baseURLShapeMessage
+		return origin{}, problem.DetailInvalidValue, baseURLShapeMessage
 	}
 	o.scheme = u.Scheme
 
@@ -93,31 +95,31 @@ func parseOrigin(raw string, strictIPv4 bool) (o origin, detail, message string)
 	if strings.HasPrefix(u.Host, "[") {
 		addr, err := netip.ParseAddr(hostname)
 		if err != nil || !addr.Is6() || addr.Zone() != "" {
-			return origin{}, DetailInvalidFormat, baseURLShapeMessage
+			return origin{}, problem.DetailInvalidFormat, baseURLShapeMessage
 		}
 		o.host = "[" + formatIPv6(addr) + "]"
 	} else {
 		host := strings.ToLower(hostname)
 		if !isHostnameASCII(host) {
-			return origin{}, DetailInvalidFormat, baseURLShapeMessage
+			return origin{}, problem.DetailInvalidFormat, baseURLShapeMessage
 		}
 		switch {
 		case endsInNumber(host) && strictIPv4:
 			addr, err := netip.ParseAddr(host)
 			if err != nil || !addr.Is4() || addr.String() != host {
-				return origin{}, DetailInvalidFormat, baseURLIPv4Message
+				return origin{}, problem.DetailInvalidFormat, baseURLIPv4Message
 			}
 			o.host = host
 		case endsInNumber(host):
 			addr, ok := parseWHATWGIPv4(host)
 			if !ok {
-				return origin{}, DetailInvalidFormat, baseURLShapeMessage
+				return origin{}, problem.DetailInvalidFormat, baseURLShapeMessage
 			}
 			o.host = addr.String()
 		default:
 			for _, label := range strings.Split(host, ".") {
 				if label == "" {
-					return origin{}, DetailInvalidFormat, baseURLShapeMessage
+					return origin{}, problem.DetailInvalidFormat, baseURLShapeMessage
 				}
 			}
 			o.host = host
@@ -127,7 +129,7 @@ func parseOrigin(raw string, strictIPv4 bool) (o origin, detail, message string)
 	if p := u.Port(); p != "" {
 		n, err := strconv.ParseUint(p, 10, 64)
 		if err != nil || n < 1 || n > 65535 {
-			return origin{}, DetailInvalidValue, baseURLShapeMessage
+			return origin{}, problem.DetailInvalidValue, baseURLShapeMessage
 		}
 		if !(o.scheme == "http" && n == 80) && !(o.scheme == "https" && n == 443) {
 			o.port = strconv.FormatUint(n, 10)

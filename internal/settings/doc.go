@@ -1,15 +1,16 @@
 // Package settings turns the process environment into typed, validated settings for each server
 // process (migrate, bootstrap, api, worker). It is the only package that interprets environment
-// variables: every loader takes a Lookup (os.LookupEnv in production, a map in tests), so nothing past
-// startup reads the environment.
+// variables: every loader takes a Lookup (os.LookupEnv in production, a map in tests), so nothing
+// past startup reads the environment.
 //
-// Variable names, defaults and rules follow upstream (reference/drivers-config-obs.md §6,
-// reference/worker-lifecycle.md §2.7, reference/api-iam.md §4.9-4.10). Variables documents each one.
+// Variable names, defaults and rules follow upstream; Variables documents
+// each one, and docs/settings.md lists them.
 //
 // A loader validates variables in the declaration order of the fields of the struct it returns and
-// stops at the first failure, returned as *Error with a stable Code, a fixed operator-facing Message
-// that never contains the submitted value, and exactly one Detail whose Path is "/env/<NAME>".
-// A variable that another one depends on is declared first, so the reported variable is the cause.
+// stops at the first failure, returned as *Error with a stable Code, a fixed operator-facing
+// Message that never contains the submitted value, and exactly one Detail whose Path is
+// "/env/<NAME>". A variable that another one depends on is declared first, so the reported variable
+// is the cause.
 //
 // Detail codes:
 //   - REQUIRED: a required variable is unset, or any variable is set but blank (empty or only

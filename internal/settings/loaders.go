@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // Development defaults (upstream values).
@@ -80,8 +82,8 @@ type Bootstrap struct {
 	AuthBaseURL string
 	// ServiceKeyFile is OCC_BOOTSTRAP_SERVICE_KEY_FILE: absolute and clean.
 	ServiceKeyFile string
-	// PasswordFile is OCC_BOOTSTRAP_PASSWORD_FILE (production only; empty in development): absolute,
-	// clean, distinct from ServiceKeyFile and in the same directory.
+	// PasswordFile is OCC_BOOTSTRAP_PASSWORD_FILE (production only; empty in development):
+	// absolute, clean, distinct from ServiceKeyFile and in the same directory.
 	PasswordFile string
 	// AdminEmail is OCC_BOOTSTRAP_ADMIN_EMAIL (production) or OPENCLAW_DEV_EMAIL (development),
 	// trimmed and lowercased.
@@ -130,12 +132,12 @@ func (r *reader) passwordFile(keyFile string) string {
 		return ""
 	}
 	if p == keyFile {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			"OCC_BOOTSTRAP_PASSWORD_FILE must differ from OCC_BOOTSTRAP_SERVICE_KEY_FILE.")
 		return ""
 	}
 	if filepath.Dir(p) != filepath.Dir(keyFile) {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			"OCC_BOOTSTRAP_PASSWORD_FILE must be in the same directory as OCC_BOOTSTRAP_SERVICE_KEY_FILE.")
 		return ""
 	}
@@ -264,7 +266,8 @@ type Worker struct {
 	Concurrency int
 	// ReadinessPath is OCC_WORKER_READINESS_PATH (starts with "/", or empty).
 	ReadinessPath string
-	// LivenessPath is OCC_WORKER_LIVENESS_PATH (starts with "/", or empty; differs from ReadinessPath).
+	// LivenessPath is OCC_WORKER_LIVENESS_PATH (starts with "/", or empty; differs from
+	// ReadinessPath).
 	LivenessPath string
 	// EventLogPath is OCC_WORKER_EVENT_LOG (starts with "/", or empty: no event log). A
 	// verification aid for chaos tests, refused in production.
@@ -297,11 +300,11 @@ func LoadWorker(lookup Lookup) (Worker, error) {
 	w.EventLogPath = r.absolutePath("OCC_WORKER_EVENT_LOG", "")
 	if w.Mode == Production && w.EventLogPath != "" {
 		// The event log grows without bound and is never rotated: a verification aid only.
-		r.fail("OCC_WORKER_EVENT_LOG", CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail("OCC_WORKER_EVENT_LOG", CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			"OCC_WORKER_EVENT_LOG is a verification aid and must be unset in production.")
 	}
 	if !r.failed() && w.LivenessPath != "" && w.LivenessPath == w.ReadinessPath {
-		r.fail("OCC_WORKER_LIVENESS_PATH", CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail("OCC_WORKER_LIVENESS_PATH", CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			"OCC_WORKER_LIVENESS_PATH must differ from OCC_WORKER_READINESS_PATH.")
 	}
 	w.DevelopmentConfigurationRoot = r.absolutePath("OCC_DEVELOPMENT_CONFIGURATION_ROOT", "")

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"github.com/openclaw/occ/internal/problem"
 	"net/netip"
 	"net/url"
 	"regexp"
@@ -104,7 +105,7 @@ func (r *reader) logExport(mode Mode) LogExport {
 	if !enabled {
 		for _, n := range []string{EnvLogsProtocol, EnvLogsHeaders, EnvLogsTimeout} {
 			if _, set := r.get(n); set {
-				r.fail(n, CodeConfigEnvInvalid, DetailInvalidValue, n+" must be unset when "+EnvLogsEndpoint+" is unset.")
+				r.fail(n, CodeConfigEnvInvalid, problem.DetailInvalidValue, n+" must be unset when "+EnvLogsEndpoint+" is unset.")
 			}
 		}
 	} else {
@@ -114,7 +115,7 @@ func (r *reader) logExport(mode Mode) LogExport {
 		l.Headers = r.exportHeaders()
 		if !r.failed() && l.Headers != "" && mode == Production && !strings.HasPrefix(l.Endpoint, "https:") && !isLoopbackURL(l.Endpoint) {
 			// Headers usually carry a backend's credentials: never in clear text over the network.
-			r.fail(EnvLogsHeaders, CodeConfigEnvInvalid, DetailInvalidValue,
+			r.fail(EnvLogsHeaders, CodeConfigEnvInvalid, problem.DetailInvalidValue,
 				EnvLogsHeaders+" needs an https OTEL_EXPORTER_OTLP_LOGS_ENDPOINT in production unless its host is loopback.")
 		}
 		l.Timeout = time.Duration(r.decimalInRange(EnvLogsTimeout,
@@ -123,7 +124,7 @@ func (r *reader) logExport(mode Mode) LogExport {
 	}
 	if v, ok := r.optional(EnvServiceName, CodeConfigEnvInvalid); ok {
 		if !serviceNamePattern.MatchString(v) || obs.LooksLikeSecret(v) {
-			r.fail(EnvServiceName, CodeConfigEnvInvalid, DetailInvalidFormat,
+			r.fail(EnvServiceName, CodeConfigEnvInvalid, problem.DetailInvalidFormat,
 				EnvServiceName+" must be 1 to 128 letters, digits, '.', '_', '-' or '/'.")
 		}
 		l.ServiceName = v
@@ -142,12 +143,12 @@ func (r *reader) logsEndpoint(v string) string {
 	const message = EnvLogsEndpoint + " must be an absolute http or https URL without credentials, query or fragment."
 	u, err := url.Parse(v)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Hostname() == "" || u.Opaque != "" {
-		r.fail(EnvLogsEndpoint, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+		r.fail(EnvLogsEndpoint, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		return ""
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.RawQuery != "" || u.ForceQuery ||
 		u.Fragment != "" || strings.Contains(v, "#") || obs.LooksLikeSecret(v) {
-		r.fail(EnvLogsEndpoint, CodeConfigEnvInvalid, DetailInvalidValue, message)
+		r.fail(EnvLogsEndpoint, CodeConfigEnvInvalid, problem.DetailInvalidValue, message)
 		return ""
 	}
 	if p := u.Port(); p != "" {
@@ -184,7 +185,7 @@ func (r *reader) logsProtocol() string {
 		return ProtocolHTTPProtobuf
 	}
 	if v != ProtocolHTTPProtobuf {
-		r.fail(EnvLogsProtocol, CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail(EnvLogsProtocol, CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			EnvLogsProtocol+" must be http/protobuf (grpc and http/json are not supported).")
 		return ""
 	}
@@ -200,11 +201,11 @@ func (r *reader) exportHeaders() string {
 		return ""
 	}
 	if len(v) > maxExportHeadersLength {
-		r.fail(EnvLogsHeaders, CodeConfigEnvInvalid, DetailTooLong, EnvLogsHeaders+" must be at most 8192 characters.")
+		r.fail(EnvLogsHeaders, CodeConfigEnvInvalid, problem.DetailTooLong, EnvLogsHeaders+" must be at most 8192 characters.")
 		return ""
 	}
 	if _, ok := parsePairs(v, maxExportHeaders, func(k string) bool { return headerKeyPattern.MatchString(k) }); !ok {
-		r.fail(EnvLogsHeaders, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+		r.fail(EnvLogsHeaders, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		return ""
 	}
 	return v
@@ -227,7 +228,7 @@ func (r *reader) resourceAttributes() string {
 		}
 	}
 	if !ok {
-		r.fail(EnvResourceAttributes, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+		r.fail(EnvResourceAttributes, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		return ""
 	}
 	return v

@@ -3,6 +3,7 @@ package settings
 import (
 	"errors"
 	"fmt"
+	"github.com/openclaw/occ/internal/problem"
 	"strings"
 	"testing"
 	"time"
@@ -55,23 +56,23 @@ func TestLogExportSettings(t *testing.T) {
 		variable string
 		detail   string
 	}{
-		{"blank endpoint", env{EnvLogsEndpoint: " "}, EnvLogsEndpoint, DetailRequired},
-		{"relative endpoint", env{EnvLogsEndpoint: "/v1/logs"}, EnvLogsEndpoint, DetailInvalidFormat},
-		{"grpc scheme", env{EnvLogsEndpoint: "grpc://otel:4317"}, EnvLogsEndpoint, DetailInvalidValue},
-		{"query", env{EnvLogsEndpoint: "https://otel/v1/logs?token=x"}, EnvLogsEndpoint, DetailInvalidValue},
-		{"port 0", env{EnvLogsEndpoint: "https://otel:0/v1/logs"}, EnvLogsEndpoint, DetailInvalidValue},
-		{"http/json", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsProtocol: "http/json"}, EnvLogsProtocol, DetailInvalidValue},
-		{"timeout without endpoint", env{EnvLogsTimeout: "100"}, EnvLogsTimeout, DetailInvalidValue},
-		{"timeout 0", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsTimeout: "0"}, EnvLogsTimeout, DetailInvalidValue},
-		{"timeout word", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsTimeout: "10s"}, EnvLogsTimeout, DetailInvalidFormat},
-		{"duplicate header", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsHeaders: "a=1,a=2"}, EnvLogsHeaders, DetailInvalidFormat},
-		{"header newline", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsHeaders: "a=1%0Ab"}, EnvLogsHeaders, DetailInvalidFormat},
-		{"service name with space", env{EnvServiceName: "occ api"}, EnvServiceName, DetailInvalidFormat},
-		{"secret resource value", env{EnvResourceAttributes: "token=ghp_0123456789abcdefghijABCDEFGHIJ012345"}, EnvResourceAttributes, DetailInvalidFormat},
-		{"resource without value", env{EnvResourceAttributes: "team"}, EnvResourceAttributes, DetailInvalidFormat},
+		{"blank endpoint", env{EnvLogsEndpoint: " "}, EnvLogsEndpoint, problem.DetailRequired},
+		{"relative endpoint", env{EnvLogsEndpoint: "/v1/logs"}, EnvLogsEndpoint, problem.DetailInvalidFormat},
+		{"grpc scheme", env{EnvLogsEndpoint: "grpc://otel:4317"}, EnvLogsEndpoint, problem.DetailInvalidValue},
+		{"query", env{EnvLogsEndpoint: "https://otel/v1/logs?token=x"}, EnvLogsEndpoint, problem.DetailInvalidValue},
+		{"port 0", env{EnvLogsEndpoint: "https://otel:0/v1/logs"}, EnvLogsEndpoint, problem.DetailInvalidValue},
+		{"http/json", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsProtocol: "http/json"}, EnvLogsProtocol, problem.DetailInvalidValue},
+		{"timeout without endpoint", env{EnvLogsTimeout: "100"}, EnvLogsTimeout, problem.DetailInvalidValue},
+		{"timeout 0", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsTimeout: "0"}, EnvLogsTimeout, problem.DetailInvalidValue},
+		{"timeout word", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsTimeout: "10s"}, EnvLogsTimeout, problem.DetailInvalidFormat},
+		{"duplicate header", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsHeaders: "a=1,a=2"}, EnvLogsHeaders, problem.DetailInvalidFormat},
+		{"header newline", env{EnvLogsEndpoint: "https://otel/v1/logs", EnvLogsHeaders: "a=1%0Ab"}, EnvLogsHeaders, problem.DetailInvalidFormat},
+		{"service name with space", env{EnvServiceName: "occ api"}, EnvServiceName, problem.DetailInvalidFormat},
+		{"secret resource value", env{EnvResourceAttributes: "token=ghp_0123456789abcdefghijABCDEFGHIJ012345"}, EnvResourceAttributes, problem.DetailInvalidFormat},
+		{"resource without value", env{EnvResourceAttributes: "team"}, EnvResourceAttributes, problem.DetailInvalidFormat},
 	} {
 		_, err := LoadWorker(MapLookup(workerProd().with(tc.set)))
-		var se *Error
+		var se *problem.Error
 		if !errors.As(err, &se) || se.Code != CodeConfigEnvInvalid || len(se.Details) != 1 ||
 			se.Details[0].Path != "/env/"+tc.variable || se.Details[0].Code != tc.detail {
 			t.Errorf("%s: %v %+v", tc.name, err, se)

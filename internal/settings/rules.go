@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // maxSafeInteger is 2^53-1, the largest integer upstream accepts as "safe".
@@ -19,10 +21,11 @@ const maxSafeInteger = 1<<53 - 1
 const maxDurationMillis = math.MaxInt64 / int64(time.Millisecond)
 
 // reader reads variables in order and keeps the first failure. Once a failure is recorded every
-// further call is a no-op that returns zero values, so loaders read straight through and check err once.
+// further call is a no-op that returns zero values, so loaders read straight through and check err
+// once.
 type reader struct {
 	lookup Lookup
-	err    *Error
+	err    *problem.Error
 }
 
 func newReader(lookup Lookup) *reader {
@@ -38,10 +41,10 @@ func (r *reader) fail(name, code, detail, message string) {
 	if r.err != nil {
 		return
 	}
-	r.err = &Error{
+	r.err = &problem.Error{
 		Code:    code,
 		Message: message,
-		Details: []Detail{{Path: "/env/" + name, Code: detail}},
+		Details: []problem.Detail{{Path: "/env/" + name, Code: detail}},
 	}
 }
 
@@ -61,7 +64,7 @@ func (r *reader) optional(name, code string) (value string, present bool) {
 		return "", false
 	}
 	if isBlank(v) {
-		r.fail(name, code, DetailRequired, name+" must not be blank when set.")
+		r.fail(name, code, problem.DetailRequired, name+" must not be blank when set.")
 		return "", false
 	}
 	return v, true
@@ -74,7 +77,7 @@ func (r *reader) required(name, code, message string) (string, bool) {
 		return "", false
 	}
 	if !ok || isBlank(v) {
-		r.fail(name, code, DetailRequired, message)
+		r.fail(name, code, problem.DetailRequired, message)
 		return "", false
 	}
 	return v, true
@@ -96,7 +99,7 @@ func (r *reader) mode() Mode {
 	case Development, Production:
 		return Mode(v)
 	}
-	r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
+	r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, message)
 	return ""
 }
 
@@ -109,21 +112,21 @@ func (r *reader) databaseURL(name string) string {
 		return ""
 	}
 	if v != strings.TrimSpace(v) {
-		r.fail(name, code, DetailInvalidFormat, DatabaseURLMessage)
+		r.fail(name, code, problem.DetailInvalidFormat, DatabaseURLMessage)
 		return ""
 	}
 	u, err := url.Parse(v)
 	if err != nil || u.Scheme == "" || u.Opaque != "" {
-		r.fail(name, code, DetailInvalidFormat, DatabaseURLMessage)
+		r.fail(name, code, problem.DetailInvalidFormat, DatabaseURLMessage)
 		return ""
 	}
 	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		r.fail(name, code, DetailInvalidValue, DatabaseURLMessage)
+		r.fail(name, code, problem.DetailInvalidValue, DatabaseURLMessage)
 		return ""
 	}
 	rest := v[len(u.Scheme)+1:]
 	if !strings.HasPrefix(rest, "//") {
-		r.fail(name, code, DetailInvalidFormat, DatabaseURLMessage)
+		r.fail(name, code, problem.DetailInvalidFormat, DatabaseURLMessage)
 		return ""
 	}
 	return u.Scheme + ":" + rest
@@ -146,15 +149,15 @@ func (r *reader) appRole() string {
 		return "occ_app"
 	}
 	if !isPlainIdentifier(v) {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		return ""
 	}
 	if len(v) > 63 {
-		r.fail(name, CodeConfigEnvInvalid, DetailTooLong, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailTooLong, message)
 		return ""
 	}
 	if reservedRoles[v] || strings.HasPrefix(v, "pg_") {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			"OCC_DATABASE_APP_ROLE must not name a reserved PostgreSQL role.")
 		return ""
 	}
@@ -207,16 +210,16 @@ func (r *reader) decimalInRange(name, message string, def, lo, hi uint64) uint64
 		return def
 	}
 	if isBlank(v) {
-		r.fail(name, CodeConfigEnvInvalid, DetailRequired, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailRequired, message)
 		return 0
 	}
 	if !isDecimal(v) {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		return 0
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || n < lo || n > hi {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, message)
 		return 0
 	}
 	return n
@@ -226,7 +229,7 @@ func (r *reader) decimalInRange(name, message string, def, lo, hi uint64) uint64
 func (r *reader) positiveInt(name string, def int64) int {
 	n := r.positiveSafeInt(name, def)
 	if n > math.MaxInt {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, name+" must be a positive safe integer.")
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, name+" must be a positive safe integer.")
 		return 0
 	}
 	return int(n)
@@ -236,7 +239,7 @@ func (r *reader) positiveInt(name string, def int64) int {
 func (r *reader) millis(name string, def int64) time.Duration {
 	n := r.positiveSafeInt(name, def)
 	if n > maxDurationMillis {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			name+" must be at most "+strconv.FormatInt(maxDurationMillis, 10)+" milliseconds.")
 		return 0
 	}
@@ -253,12 +256,12 @@ func (r *reader) boundedInt(name string, def, lo, hi int) int {
 func (r *reader) port(name, v string) int {
 	message := name + " must be a decimal port number from 1 to 65535."
 	if !isDecimal(v) {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		return 0
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || n < 1 || n > 65535 {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, message)
 		return 0
 	}
 	return int(n)
@@ -289,9 +292,9 @@ func (r *reader) boolean(name string, def bool) bool {
 	case v == "false":
 		return false
 	case isBlank(v):
-		r.fail(name, CodeConfigEnvInvalid, DetailRequired, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailRequired, message)
 	default:
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, message)
 	}
 	return false
 }
@@ -309,7 +312,7 @@ func (r *reader) absolutePath(name, requiredMessage string) string {
 		return ""
 	}
 	if !filepath.IsAbs(v) {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, name+" must be an absolute path.")
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, name+" must be an absolute path.")
 		return ""
 	}
 	return v
@@ -322,7 +325,7 @@ func (r *reader) cleanFilePath(name string) string {
 		return ""
 	}
 	if !filepath.IsAbs(v) || filepath.Clean(v) != v || filepath.Dir(v) == v {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, name+" must be an absolute clean file path.")
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, name+" must be an absolute clean file path.")
 		return ""
 	}
 	return v
@@ -336,7 +339,7 @@ func (r *reader) prefix(name string) netip.Prefix {
 	}
 	p, err := netip.ParsePrefix(v)
 	if err != nil {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, name+" must be a valid CIDR block.")
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, name+" must be a valid CIDR block.")
 		return netip.Prefix{}
 	}
 	return p.Masked()
@@ -355,10 +358,10 @@ func (r *reader) authSecret(mode Mode) string {
 	case !ok && mode == Development:
 		return DevelopmentAuthSecret
 	case !ok || isBlank(v):
-		r.fail(name, code, DetailRequired, configuredMessage(name))
+		r.fail(name, code, problem.DetailRequired, configuredMessage(name))
 		return ""
 	case utf8.RuneCountInString(v) < 32:
-		r.fail(name, code, DetailInvalidValue, "OCC_AUTH_SECRET must contain at least 32 characters.")
+		r.fail(name, code, problem.DetailInvalidValue, "OCC_AUTH_SECRET must contain at least 32 characters.")
 		return ""
 	}
 	return v
@@ -374,27 +377,27 @@ func (r *reader) email(name, def string) string {
 	}
 	if !ok {
 		if def == "" {
-			r.fail(name, CodeConfigEnvInvalid, DetailRequired, configuredMessage(name))
+			r.fail(name, CodeConfigEnvInvalid, problem.DetailRequired, configuredMessage(name))
 			return ""
 		}
 		v = def
 	}
 	v = strings.TrimSpace(v)
 	if v == "" {
-		r.fail(name, CodeConfigEnvInvalid, DetailRequired, configuredMessage(name))
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailRequired, configuredMessage(name))
 		return ""
 	}
 	if !utf8.ValidString(v) {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		return ""
 	}
 	v = strings.ToLower(v)
 	if utf8.RuneCountInString(v) > 320 {
-		r.fail(name, CodeConfigEnvInvalid, DetailTooLong, name+" must be at most 320 characters.")
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailTooLong, name+" must be at most 320 characters.")
 		return ""
 	}
 	if utf8.RuneCountInString(v) < 3 || !isEmailShape(v) {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		return ""
 	}
 	return v
@@ -439,33 +442,33 @@ func (r *reader) name(name, code, def string) string {
 	}
 	if !ok {
 		if def == "" {
-			r.fail(name, code, DetailRequired, configuredMessage(name))
+			r.fail(name, code, problem.DetailRequired, configuredMessage(name))
 			return ""
 		}
 		v = def
 	}
 	if isBlank(v) {
-		r.fail(name, code, DetailRequired, configuredMessage(name))
+		r.fail(name, code, problem.DetailRequired, configuredMessage(name))
 		return ""
 	}
 	if !utf8.ValidString(v) {
-		r.fail(name, code, DetailInvalidFormat, message)
+		r.fail(name, code, problem.DetailInvalidFormat, message)
 		return ""
 	}
 	first, _ := utf8.DecodeRuneInString(v)
 	last, _ := utf8.DecodeLastRuneInString(v)
 	if isJSSpace(first) || isJSSpace(last) {
-		r.fail(name, code, DetailInvalidFormat, message)
+		r.fail(name, code, problem.DetailInvalidFormat, message)
 		return ""
 	}
 	for _, c := range v {
 		if c <= 0x1f || (c >= 0x7f && c <= 0x9f) || c == '\u2028' || c == '\u2029' {
-			r.fail(name, code, DetailInvalidFormat, message)
+			r.fail(name, code, problem.DetailInvalidFormat, message)
 			return ""
 		}
 	}
 	if utf8.RuneCountInString(v) > 200 {
-		r.fail(name, code, DetailTooLong, name+" must be at most 200 characters.")
+		r.fail(name, code, problem.DetailTooLong, name+" must be at most 200 characters.")
 		return ""
 	}
 	return v
@@ -485,11 +488,11 @@ func (r *reader) devPassword() string {
 	n := utf8.RuneCountInString(v)
 	switch {
 	case isBlank(v):
-		r.fail(name, CodeConfigEnvInvalid, DetailRequired, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailRequired, message)
 	case n > 128:
-		r.fail(name, CodeConfigEnvInvalid, DetailTooLong, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailTooLong, message)
 	case n < 12:
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, message)
 	default:
 		return v
 	}
@@ -513,21 +516,21 @@ func (r *reader) apiHost(mode Mode, bridge netip.Prefix) string {
 			return v
 		}
 		if _, err := netip.ParseAddr(v); err != nil {
-			r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+			r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		} else {
-			r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
+			r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, message)
 		}
 		return ""
 	}
 	message := "OCC_HOST must be one explicit non-loopback IP address in production."
 	addr, err := netip.ParseAddr(v)
 	if err != nil {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		return ""
 	}
 	u := addr.Unmap()
 	if addr.Zone() != "" || u.IsLoopback() || u.IsUnspecified() || u.IsMulticast() {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, message)
 		return ""
 	}
 	return addr.String()
@@ -548,7 +551,7 @@ func (r *reader) metrics(mode Mode, apiPort int) Metrics {
 	if !enabled {
 		for _, n := range []string{hostName, portName} {
 			if _, set := r.get(n); set {
-				r.fail(n, CodeConfigEnvInvalid, DetailInvalidValue, n+" must be unset when metrics are disabled.")
+				r.fail(n, CodeConfigEnvInvalid, problem.DetailInvalidValue, n+" must be unset when metrics are disabled.")
 			}
 		}
 		return Metrics{}
@@ -560,7 +563,7 @@ func (r *reader) metrics(mode Mode, apiPort int) Metrics {
 	if v, ok := r.required(portName, CodeConfigEnvInvalid, portName+" must be explicitly configured when metrics are enabled."); ok {
 		m.Port = r.port(portName, v)
 		if !r.failed() && m.Port == apiPort {
-			r.fail(portName, CodeConfigEnvInvalid, DetailInvalidValue, "OCC_METRICS_PORT must differ from OCC_PORT.")
+			r.fail(portName, CodeConfigEnvInvalid, problem.DetailInvalidValue, "OCC_METRICS_PORT must differ from OCC_PORT.")
 		}
 	}
 	if r.failed() {
@@ -577,21 +580,21 @@ func (r *reader) metricsHost(mode Mode, v string) string {
 		}
 		message := "OCC_METRICS_HOST must be 127.0.0.1 or ::1 in development."
 		if _, err := netip.ParseAddr(v); err != nil {
-			r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+			r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		} else {
-			r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
+			r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, message)
 		}
 		return ""
 	}
 	message := "OCC_METRICS_HOST must be one explicit IP address."
 	addr, err := netip.ParseAddr(v)
 	if err != nil {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		return ""
 	}
 	u := addr.Unmap()
 	if addr.Zone() != "" || u.IsUnspecified() || u.IsMulticast() {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, message)
 		return ""
 	}
 	return addr.String()

@@ -2,7 +2,6 @@ package settings
 
 import (
 	"fmt"
-	"github.com/openclaw/occ/internal/obs"
 	"net"
 	"strconv"
 	"strings"
@@ -12,8 +11,8 @@ import (
 // production and a map-backed function in tests. A nil Lookup behaves like an empty environment.
 type Lookup func(name string) (string, bool)
 
-// MapLookup returns a Lookup backed by m. It is meant for tests and for processes that build a child
-// environment explicitly.
+// MapLookup returns a Lookup backed by m. It is meant for tests and for processes that build a
+// child environment explicitly.
 func MapLookup(m map[string]string) Lookup {
 	return func(name string) (string, bool) {
 		v, ok := m[name]
@@ -44,35 +43,8 @@ const (
 	CodeInstallationNameInvalid = "INSTALLATION_NAME_INVALID"
 )
 
-// Detail codes (Detail.Code), the API detail vocabulary (from obs).
-const (
-	DetailRequired      = obs.DetailRequired
-	DetailInvalidFormat = obs.DetailInvalidFormat
-	DetailInvalidValue  = obs.DetailInvalidValue
-	DetailTooLong       = obs.DetailTooLong
-)
-
 // DatabaseURLMessage is the operator-facing message for an invalid or missing database URL.
 const DatabaseURLMessage = "A valid PostgreSQL connection URL must be explicitly configured."
-
-// Error is a startup configuration failure. Message is a fixed sentence that never contains the
-// submitted value and is safe for the log sanitizer.
-type Error struct {
-	Code    string
-	Message string
-	Details []Detail
-}
-
-// Detail locates the failing variable: Path is "/env/<NAME>", Code one of the Detail* constants.
-type Detail struct {
-	Path string
-	Code string
-}
-
-// Error implements error.
-func (e *Error) Error() string {
-	return e.Code + ": " + e.Message
-}
 
 // Metrics is the optional private metrics listener of the API and the worker.
 type Metrics struct {

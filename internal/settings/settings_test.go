@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 const (
@@ -112,10 +114,10 @@ const (
 	sec  = CodeAuthSecretInvalid
 	burl = CodeAuthBaseURLInvalid
 	inst = CodeInstallationNameInvalid
-	req  = DetailRequired
-	fmtE = DetailInvalidFormat
-	val  = DetailInvalidValue
-	long = DetailTooLong
+	req  = problem.DetailRequired
+	fmtE = problem.DetailInvalidFormat
+	val  = problem.DetailInvalidValue
+	long = problem.DetailTooLong
 )
 
 func failCases() []failCase {
@@ -557,14 +559,14 @@ func TestLoadFailures(t *testing.T) {
 			if err == nil {
 				t.Fatalf("expected %s on %s, got success", c.code, c.variable)
 			}
-			var se *Error
+			var se *problem.Error
 			if !errors.As(err, &se) {
 				t.Fatalf("error is %T, want *settings.Error", err)
 			}
 			if se.Code != c.code {
 				t.Errorf("Code = %s, want %s (message %q)", se.Code, c.code, se.Message)
 			}
-			want := []Detail{{Path: "/env/" + c.variable, Code: c.detail}}
+			want := []problem.Detail{{Path: "/env/" + c.variable, Code: c.detail}}
 			if !slices.Equal(se.Details, want) {
 				t.Errorf("Details = %+v, want %+v (message %q)", se.Details, want, se.Message)
 			}
@@ -594,7 +596,7 @@ func TestLoadFailures(t *testing.T) {
 func TestDatabaseURLMessageIsTheSeedText(t *testing.T) {
 	t.Parallel()
 	_, err := LoadWorker(MapLookup(workerDev().with(nil, "OCC_DATABASE_URL")))
-	var se *Error
+	var se *problem.Error
 	if !errors.As(err, &se) || se.Message != "A valid PostgreSQL connection URL must be explicitly configured." {
 		t.Fatalf("got %v", err)
 	}
@@ -603,8 +605,8 @@ func TestDatabaseURLMessageIsTheSeedText(t *testing.T) {
 func TestNilLookupIsEmptyEnvironment(t *testing.T) {
 	t.Parallel()
 	_, err := LoadAPI(nil)
-	var se *Error
-	if !errors.As(err, &se) || se.Details[0].Path != "/env/NODE_ENV" || se.Details[0].Code != DetailRequired {
+	var se *problem.Error
+	if !errors.As(err, &se) || se.Details[0].Path != "/env/NODE_ENV" || se.Details[0].Code != problem.DetailRequired {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -949,8 +951,8 @@ func (r *recordingLookup) lookup(name string) (string, bool) {
 	return v, ok
 }
 
-// TestVariablesMatchLoaders checks that Variables lists exactly the variables each loader reads, per
-// process and mode.
+// TestVariablesMatchLoaders checks that Variables lists exactly the variables each loader reads,
+// per process and mode.
 func TestVariablesMatchLoaders(t *testing.T) {
 	t.Parallel()
 	metricsOn := env{"OCC_METRICS_ENABLED": "true", "OCC_METRICS_PORT": "9464"}
@@ -1113,7 +1115,7 @@ func TestStringRedactsSecrets(t *testing.T) {
 func TestWorkerEventLogIsRefusedInProduction(t *testing.T) {
 	t.Parallel()
 	_, err := LoadWorker(MapLookup(workerProd().with(env{"OCC_WORKER_EVENT_LOG": "/tmp/events.jsonl"})))
-	var se *Error
+	var se *problem.Error
 	if !errors.As(err, &se) || se.Code != CodeConfigEnvInvalid || se.Details[0].Path != "/env/OCC_WORKER_EVENT_LOG" {
 		t.Fatalf("got %v", err)
 	}

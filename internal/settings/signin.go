@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/publicsuffix"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // CodeExternalSignInNativeAdminUnsupported refuses GitHub, Google or OIDC sign-in together with
@@ -165,7 +167,7 @@ func (r *reader) signIn(mode Mode, baseURL string) SignIn {
 		int(DefaultCLISessionMaxLifetime/time.Second))) * time.Second
 	s.NativeAdmin = r.boolean("OCC_AGENT_NATIVE_ADMIN_ENABLED", false)
 	if !r.failed() && s.NativeAdmin && s.External() {
-		r.fail("OCC_AGENT_NATIVE_ADMIN_ENABLED", CodeExternalSignInNativeAdminUnsupported, DetailInvalidValue,
+		r.fail("OCC_AGENT_NATIVE_ADMIN_ENABLED", CodeExternalSignInNativeAdminUnsupported, problem.DetailInvalidValue,
 			"External sign-in supports host-only cookies only: unset OCC_AGENT_NATIVE_ADMIN_ENABLED or the GitHub and Google and OIDC settings.")
 	}
 	s.CookieDomain = r.cookieDomain(s.NativeAdmin, baseURL)
@@ -180,15 +182,15 @@ func (r *reader) clientPair(idName, secretName string) (id, secret string, set b
 	case r.failed():
 		return "", "", false
 	case idSet && !secretSet:
-		r.fail(secretName, CodeConfigEnvInvalid, DetailRequired, secretName+" must be set together with "+idName+".")
+		r.fail(secretName, CodeConfigEnvInvalid, problem.DetailRequired, secretName+" must be set together with "+idName+".")
 	case secretSet && !idSet:
-		r.fail(idName, CodeConfigEnvInvalid, DetailRequired, idName+" must be set together with "+secretName+".")
+		r.fail(idName, CodeConfigEnvInvalid, problem.DetailRequired, idName+" must be set together with "+secretName+".")
 	}
 	if r.failed() {
 		return "", "", false
 	}
 	if strings.TrimSpace(id) != id || strings.ContainsAny(id, "\r\n\t ") || len(id) > 512 {
-		r.fail(idName, CodeConfigEnvInvalid, DetailInvalidFormat, idName+" must be one printable token without spaces.")
+		r.fail(idName, CodeConfigEnvInvalid, problem.DetailInvalidFormat, idName+" must be one printable token without spaces.")
 		return "", "", false
 	}
 	return id, secret, idSet
@@ -201,7 +203,7 @@ func (r *reader) githubSignIn() *GitHubSignIn {
 	teams := r.list("OCC_AUTH_GITHUB_ALLOWED_TEAMS", set, "OCC_AUTH_GITHUB_CLIENT_ID", githubTeamShape,
 		"OCC_AUTH_GITHUB_ALLOWED_TEAMS must list org/team-slug entries separated by commas.")
 	if !r.failed() && len(orgs)+len(teams) > maxGitHubAllowlistEntries {
-		r.fail("OCC_AUTH_GITHUB_ALLOWED_TEAMS", CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail("OCC_AUTH_GITHUB_ALLOWED_TEAMS", CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			"OCC_AUTH_GITHUB_ALLOWED_ORGS and OCC_AUTH_GITHUB_ALLOWED_TEAMS list at most 10 entries together.")
 	}
 	if r.failed() || !set {
@@ -228,7 +230,7 @@ func (r *reader) list(name string, feature bool, enabledBy string, shape *regexp
 		return nil
 	}
 	if !feature {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, name+" requires "+enabledBy+".")
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, name+" requires "+enabledBy+".")
 		return nil
 	}
 	var out []string
@@ -236,7 +238,7 @@ func (r *reader) list(name string, feature bool, enabledBy string, shape *regexp
 		entry = strings.ToLower(strings.TrimSpace(entry))
 		valid := shape != nil && shape.MatchString(entry) || shape == nil && isDNSName(entry)
 		if !valid {
-			r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+			r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 			return nil
 		}
 		out = append(out, entry)
@@ -273,19 +275,19 @@ func (r *reader) oidcSignIn() *OIDCSignIn {
 			if !displaySet {
 				name = "OCC_AUTH_OIDC_TOKEN_AUTH"
 			}
-			r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, name+" requires OCC_AUTH_OIDC_ISSUER.")
+			r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, name+" requires OCC_AUTH_OIDC_ISSUER.")
 		}
 		return nil
 	case !issuerSet:
-		r.fail(issuerName, CodeConfigEnvInvalid, DetailRequired, "OIDC sign-in requires OCC_AUTH_OIDC_ISSUER.")
+		r.fail(issuerName, CodeConfigEnvInvalid, problem.DetailRequired, "OIDC sign-in requires OCC_AUTH_OIDC_ISSUER.")
 		return nil
 	case !clientSet:
-		r.fail("OCC_AUTH_OIDC_CLIENT_ID", CodeConfigEnvInvalid, DetailRequired, "OIDC sign-in requires OCC_AUTH_OIDC_CLIENT_ID and OCC_AUTH_OIDC_CLIENT_SECRET.")
+		r.fail("OCC_AUTH_OIDC_CLIENT_ID", CodeConfigEnvInvalid, problem.DetailRequired, "OIDC sign-in requires OCC_AUTH_OIDC_CLIENT_ID and OCC_AUTH_OIDC_CLIENT_SECRET.")
 		return nil
 	case setCount != 0 && setCount != 3:
 		for i, n := range []string{authName, tokenName, jwksName} {
 			if urls[i] == "" {
-				r.fail(n, CodeConfigEnvInvalid, DetailRequired,
+				r.fail(n, CodeConfigEnvInvalid, problem.DetailRequired,
 					"Set OCC_AUTH_OIDC_AUTHORIZATION_URL and OCC_AUTH_OIDC_TOKEN_URL and OCC_AUTH_OIDC_JWKS_URL together or none of them to discover them from the issuer.")
 				return nil
 			}
@@ -300,7 +302,7 @@ func (r *reader) oidcSignIn() *OIDCSignIn {
 	if !displaySet {
 		displayName = DefaultOIDCDisplayName
 	} else if n := utf8.RuneCountInString(displayName); n > 40 || strings.IndexFunc(displayName, func(c rune) bool { return c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) }) >= 0 {
-		r.fail("OCC_AUTH_OIDC_DISPLAY_NAME", CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail("OCC_AUTH_OIDC_DISPLAY_NAME", CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			"OCC_AUTH_OIDC_DISPLAY_NAME must be 1 to 40 printable characters.")
 	}
 	if r.failed() {
@@ -316,17 +318,17 @@ func (r *reader) providerURL(name, raw, sameOrigin string) string {
 	message := name + " must be an https URL without credentials query or fragment: http only on a loopback host."
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Opaque != "" || strings.TrimSpace(raw) != raw {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, message)
 		return ""
 	}
 	loopback := u.Hostname() == "localhost" || u.Hostname() == "127.0.0.1" || u.Hostname() == "::1"
 	if !(u.Scheme == "https" || u.Scheme == "http" && loopback) || u.User != nil || u.RawQuery != "" || u.ForceQuery || strings.Contains(raw, "#") {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, message)
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, message)
 		return ""
 	}
 	origin := u.Scheme + "://" + strings.ToLower(u.Host)
 	if sameOrigin != "" && origin != sameOrigin {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, name+" must have the origin of OCC_AUTH_OIDC_ISSUER.")
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, name+" must have the origin of OCC_AUTH_OIDC_ISSUER.")
 		return ""
 	}
 	return origin
@@ -339,12 +341,12 @@ func (r *reader) recoveryUserID(external bool) string {
 	case r.failed():
 		return ""
 	case !ok && external:
-		r.fail(name, CodeConfigEnvInvalid, DetailRequired,
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailRequired,
 			"External sign-in requires OCC_AUTH_GITHUB_RECOVERY_USER_ID: the recovery account.")
 	case ok && !external:
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, name+" requires GitHub or Google or OIDC sign-in.")
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, name+" requires GitHub or Google or OIDC sign-in.")
 	case ok && !accountIDShape.MatchString(v):
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidFormat, name+" must be an account id: usr_ and a UUID.")
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidFormat, name+" must be an account id: usr_ and a UUID.")
 	default:
 		return v
 	}
@@ -355,7 +357,7 @@ func (r *reader) passwordSignIn(external bool) string {
 	const name = "OCC_AUTH_PASSWORD_SIGN_IN"
 	v := r.enum(name, PasswordSignInAll, PasswordSignInAll, PasswordSignInRecoveryOnly)
 	if !r.failed() && v == PasswordSignInRecoveryOnly && !external {
-		r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			"OCC_AUTH_PASSWORD_SIGN_IN recovery-only requires GitHub or Google or OIDC sign-in.")
 		return ""
 	}
@@ -376,7 +378,7 @@ func (r *reader) enum(name, def string, values ...string) string {
 			return v
 		}
 	}
-	r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, name+" must be "+strings.Join(values, " or ")+".")
+	r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, name+" must be "+strings.Join(values, " or ")+".")
 	return ""
 }
 
@@ -407,21 +409,21 @@ func (r *reader) trustedProxy() *TrustedProxy {
 			if !presetSet {
 				name = headerName
 			}
-			r.fail(name, CodeConfigEnvInvalid, DetailInvalidValue, name+" requires OCC_AUTH_TRUSTED_PROXY_CIDRS.")
+			r.fail(name, CodeConfigEnvInvalid, problem.DetailInvalidValue, name+" requires OCC_AUTH_TRUSTED_PROXY_CIDRS.")
 		}
 		return nil
 	}
 	p := &TrustedProxy{Preset: preset, Header: forwardedForHeader}
 	switch {
 	case preset == ProxyPresetGeneric && !headerSet:
-		r.fail(headerName, CodeConfigEnvInvalid, DetailRequired, "The generic trusted proxy preset requires OCC_AUTH_CLIENT_IP_HEADER.")
+		r.fail(headerName, CodeConfigEnvInvalid, problem.DetailRequired, "The generic trusted proxy preset requires OCC_AUTH_CLIENT_IP_HEADER.")
 	case preset == ProxyPresetGeneric && (!headerShape.MatchString(rawHeader) || refusedClientAddressHeaders[rawHeader]):
-		r.fail(headerName, CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail(headerName, CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			"OCC_AUTH_CLIENT_IP_HEADER must be a lowercase header name that carries no credential or routing.")
 	case preset == ProxyPresetGeneric:
 		p.Header = rawHeader
 	case headerSet && rawHeader != forwardedForHeader:
-		r.fail(headerName, CodeConfigEnvInvalid, DetailInvalidValue,
+		r.fail(headerName, CodeConfigEnvInvalid, problem.DetailInvalidValue,
 			"OCC_AUTH_CLIENT_IP_HEADER must be x-forwarded-for with a named preset: use generic for another header.")
 	}
 	for _, entry := range strings.Split(rawCIDRs, ",") {
@@ -430,9 +432,9 @@ func (r *reader) trustedProxy() *TrustedProxy {
 		}
 		prefix, err := parseTrustedCIDR(strings.TrimSpace(entry))
 		if err != "" {
-			detail := DetailInvalidFormat
+			detail := problem.DetailInvalidFormat
 			if err == "all" {
-				detail = DetailInvalidValue
+				detail = problem.DetailInvalidValue
 			}
 			r.fail(cidrsName, CodeConfigEnvInvalid, detail,
 				"OCC_AUTH_TRUSTED_PROXY_CIDRS must list CIDRs separated by commas and none may cover every IPv4 or IPv6 address.")
@@ -474,7 +476,8 @@ func parseTrustedCIDR(entry string) (netip.Prefix, string) {
 	if bits == 0 {
 		return netip.Prefix{}, "all"
 	}
-	// An IPv6 prefix of ::ffff:0:0/96 or shorter that contains the mapped range trusts every IPv4 peer.
+	// An IPv6 prefix of ::ffff:0:0/96 or shorter that contains the mapped range trusts every IPv4
+	// peer.
 	if addr.Is6() && bits <= 96 {
 		if netip.PrefixFrom(addr, bits).Masked().Contains(netip.MustParseAddr("::ffff:0.0.0.0")) {
 			return netip.Prefix{}, "all"
@@ -492,32 +495,32 @@ func (r *reader) cookieDomain(nativeAdmin bool, baseURL string) string {
 	case r.failed():
 		return ""
 	case !nativeAdmin && ok:
-		r.fail(name, CodeAuthBaseURLInvalid, DetailInvalidValue, name+" must be unset when OCC_AGENT_NATIVE_ADMIN_ENABLED is false.")
+		r.fail(name, CodeAuthBaseURLInvalid, problem.DetailInvalidValue, name+" must be unset when OCC_AGENT_NATIVE_ADMIN_ENABLED is false.")
 		return ""
 	case !nativeAdmin:
 		return ""
 	case !ok:
-		r.fail(name, CodeAuthBaseURLInvalid, DetailRequired, name+" must be explicitly configured when native admin is enabled.")
+		r.fail(name, CodeAuthBaseURLInvalid, problem.DetailRequired, name+" must be explicitly configured when native admin is enabled.")
 		return ""
 	}
 	if !isDNSName(v) {
-		r.fail(name, CodeAuthBaseURLInvalid, DetailInvalidFormat, name+" must be a lowercase DNS domain name.")
+		r.fail(name, CodeAuthBaseURLInvalid, problem.DetailInvalidFormat, name+" must be a lowercase DNS domain name.")
 		return ""
 	}
 	if suffix, _ := publicsuffix.PublicSuffix(v); suffix == v {
-		r.fail(name, CodeAuthBaseURLInvalid, DetailInvalidValue, name+" must not be a public suffix.")
+		r.fail(name, CodeAuthBaseURLInvalid, problem.DetailInvalidValue, name+" must not be a public suffix.")
 		return ""
 	}
 	host := strings.TrimPrefix(baseURL, "https://")
 	if !strings.HasPrefix(baseURL, "https://") {
-		r.fail(name, CodeAuthBaseURLInvalid, DetailInvalidValue, name+" requires an https OCC_AUTH_BASE_URL for Secure session cookies.")
+		r.fail(name, CodeAuthBaseURLInvalid, problem.DetailInvalidValue, name+" requires an https OCC_AUTH_BASE_URL for Secure session cookies.")
 		return ""
 	}
 	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
 		host = host[:i]
 	}
 	if host != v && !strings.HasSuffix(host, "."+v) {
-		r.fail(name, CodeAuthBaseURLInvalid, DetailInvalidValue, name+" must contain the host of OCC_AUTH_BASE_URL.")
+		r.fail(name, CodeAuthBaseURLInvalid, problem.DetailInvalidValue, name+" must contain the host of OCC_AUTH_BASE_URL.")
 		return ""
 	}
 	return v

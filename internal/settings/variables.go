@@ -308,7 +308,7 @@ var Variables = []VariableDoc{
 	{
 		Name: "OCC_BOOTSTRAP_INSTALLATION_NAME", Processes: onlyBootstrap, Modes: onlyProd, Requirement: Required,
 		Code: CodeInstallationNameInvalid,
-		Rule: "Name rule: 1..200 characters, no outer whitespace, no control characters, U+2028 or U+2029",
+		Rule: "Name rule: 1..200 characters, no outer whitespace, no control characters, U+2028, U+2029 or format characters (zero-width, bidi controls, soft hyphen, BOM)",
 	},
 	{
 		Name: "OPENCLAW_DEV_EMAIL", Processes: onlyBootstrap, Modes: onlyDev, Requirement: Optional,
@@ -323,6 +323,6 @@ var Variables = []VariableDoc{
 	{
 		Name: "OPENCLAW_DEV_INSTALLATION_NAME", Processes: onlyBootstrap, Modes: onlyDev, Requirement: Optional,
 		Default: DevelopmentInstallationName, Code: CodeInstallationNameInvalid,
-		Rule: "Name rule: 1..200 characters, no outer whitespace, no control characters, U+2028 or U+2029",
+		Rule: "Name rule: 1..200 characters, no outer whitespace, no control characters, U+2028, U+2029 or format characters (zero-width, bidi controls, soft hyphen, BOM)",
 	},
 }

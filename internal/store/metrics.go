@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Agent lifecycle states of the occ_agents gauge (drivers-config-obs §7.3).
+// Agent lifecycle states of the occ_agents gauge.
 const (
 	AgentDraft     = "draft"
 	AgentDeploying = "deploying"

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/openclaw/occ/internal/problem"
 )
 
 //go:embed migrations/*.sql
@@ -31,21 +33,19 @@ const (
 // to the database, so the value is fixed and documented in docs/operations.md).
 const migrationLockKey int64 = 0x6f63635f6d6967 // "occ_mig"
 
-// MigrationError carries a stable code for the operator.
+// MigrationError is a refused or failed migration: a problem with a stable code for the operator,
+// a safe message and the cause.
 type MigrationError struct {
-	Code    string
-	Message string
-	Err     error
+	problem.Problem
 }
 
+// Error is the message and the cause; the code is logged on its own.
 func (e *MigrationError) Error() string {
-	if e.Err != nil {
-		return e.Message + ": " + e.Err.Error()
+	if e.Cause != nil {
+		return e.Message + ": " + e.Cause.Error()
 	}
 	return e.Message
 }
-
-func (e *MigrationError) Unwrap() error { return e.Err }
 
 // Migration is one embedded, versioned SQL file.
 type Migration struct {
@@ -192,8 +192,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn, appRole string, onApplied func
 		return MigrateResult{}, unavailable(err)
 	}
 	if !roleExists {
-		return MigrateResult{}, &MigrationError{Code: CodeApplicationRoleMissing,
-			Message: "The application role does not exist. Create it before migrating."}
+		return MigrateResult{}, &MigrationError{Problem: problem.Problem{Code: CodeApplicationRoleMissing, Message: "The application role does not exist. Create it before migrating."}}
 	}
 
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
@@ -209,8 +208,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn, appRole string, onApplied func
 		return MigrateResult{}, err
 	}
 	if !status.Supported() {
-		return MigrateResult{Status: status}, &MigrationError{Code: CodeMigrationHistoryUnsupported,
-			Message: "The migration history contains versions this binary does not know or that were changed."}
+		return MigrateResult{Status: status}, &MigrationError{Problem: problem.Problem{Code: CodeMigrationHistoryUnsupported, Message: "The migration history contains versions this binary does not know or that were changed."}}
 	}
 
 	if _, err := conn.Exec(ctx, `
@@ -262,7 +260,7 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, m Migration) error {
 }
 
 func unavailable(err error) error {
-	return &MigrationError{Code: CodePersistenceUnavailable, Message: "PostgreSQL is unavailable", Err: err}
+	return &MigrationError{Problem: problem.Problem{Code: CodePersistenceUnavailable, Message: "PostgreSQL is unavailable", Cause: err}}
 }
 
 func failed(msg string, err error) error {
@@ -270,5 +268,5 @@ func failed(msg string, err error) error {
 	if errors.As(err, &me) {
 		return err
 	}
-	return &MigrationError{Code: CodeMigrationFailed, Message: msg, Err: err}
+	return &MigrationError{Problem: problem.Problem{Code: CodeMigrationFailed, Message: msg, Cause: err}}
 }

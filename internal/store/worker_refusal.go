@@ -7,10 +7,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// CountRefusedStopWaits counts the consecutive failed refused-candidate stop waits of a work item
-// (the count that backs off the refused-candidate stop recheck): among its latest 64 evidence rows, newest first,
-// the REFUSED_CANDIDATE_STOP_PENDING rows that carry a refusal and did not yield, stopping at the
-// first row without a refusal. Rows with a refusal and another code (LEASE_EXPIRED) are passed over.
+// CountRefusedStopWaits counts the consecutive failed refused-candidate stop waits of a work item:
+// among its latest 64 evidence rows, newest first, the REFUSED_CANDIDATE_STOP_PENDING rows that
+// carry a refusal and did not yield, stopping at the first row without a refusal. Rows with a
+// refusal and another code (LEASE_EXPIRED) are passed over.
 func CountRefusedStopWaits(ctx context.Context, db DBTX, key string) (int, error) {
 	rows, err := db.Query(ctx, `
 SELECT e.details ->> 'reasonCode', e.details ->> 'refusal', COALESCE((e.details ->> 'stopYielded')::boolean, false)

@@ -1,6 +1,6 @@
 // Command queuebench burns down the same number of no-op work items through OCC's work queue and
 // through River on one PostgreSQL server, one engine after the other, each in a database of its
-// own, and reports jobs/s, commits per job and WAL bytes per job for both (anchors §4.3).
+// own, and reports jobs/s, commits per job and WAL bytes per job for both.
 //
 //	cd bench && go run ./cmd/queuebench -n 100000
 package main

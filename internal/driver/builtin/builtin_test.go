@@ -7,6 +7,11 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/builtin"
+	"github.com/openclaw/occ/internal/driver/docker"
+	"github.com/openclaw/occ/internal/driver/filesystem"
+	"github.com/openclaw/occ/internal/driver/simulated"
+	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/testkit/schematest"
 )
 
 func TestComputeImplementations(t *testing.T) {
@@ -38,7 +43,7 @@ func TestNewCompute(t *testing.T) {
 		}
 		var ce *driver.ConfigurationError
 		if _, err := builtin.NewCompute(impl, "x", map[string]any{"unknown": true}, driver.Environment{}); !errors.As(err, &ce) ||
-			ce.Details[0].Path != "/unknown" || ce.Details[0].Code != driver.DetailUnknownField {
+			ce.Details[0].Path != "/unknown" || ce.Details[0].Code != problem.DetailUnknownField {
 			t.Fatalf("NewCompute(%s) with an unknown option = %v", impl, err)
 		}
 	}
@@ -48,11 +53,26 @@ func TestNewCompute(t *testing.T) {
 	// kubernetes is selectable in production; its schema refuses an empty configuration.
 	var ce *driver.ConfigurationError
 	if _, err := builtin.NewCompute("kubernetes", "compute-kubernetes", map[string]any{}, driver.Environment{Production: true}); !errors.As(err, &ce) ||
-		ce.Details[0].Path != "/authentication" || ce.Details[0].Code != driver.DetailRequired {
+		ce.Details[0].Path != "/authentication" || ce.Details[0].Code != problem.DetailRequired {
 		t.Fatalf("NewCompute(kubernetes) with {} = %v", err)
 	}
 	c, err := builtin.DevelopmentCompute(driver.Environment{})
 	if err != nil || c.ID() != "compute-docker-development" || c.Implementation() != "docker" {
 		t.Fatalf("DevelopmentCompute = %v, %v", c, err)
 	}
+}
+
+// TestSchemasAgreeWithTheReferenceValidator checks the compiled-in Compute and storage schemas
+// against an independent JSON Schema validator (the Kubernetes schemas are checked in their own
+// package, beside their valid example).
+func TestSchemasAgreeWithTheReferenceValidator(t *testing.T) {
+	t.Parallel()
+	schematest.Agree(t, "docker", docker.Schema(), map[string]any{},
+		map[string]any{"socket": "/var/run/docker.sock", "requestTimeoutMs": 5000})
+	schematest.Agree(t, "simulated", simulated.Schema(), map[string]any{},
+		map[string]any{"namespaceReadyAfterMs": 10, "namespaceDeletedAfterMs": 10, "revisionReadyAfterMs": 10,
+			"maintenanceIntervalMs": 100, "callDelayMs": 0, "stoppedPredecessors": simulated.StoppedPredecessorsDedicated,
+			"activationOrder": driver.ActivationBeforeCommit})
+	schematest.Agree(t, "filesystem-configuration", filesystem.ConfigurationSchema(), map[string]any{"root": "/var/lib/occ/configurations"})
+	schematest.Agree(t, "filesystem-secret", filesystem.SecretSchema(), map[string]any{"root": "/var/lib/occ/secrets"})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // Name is the implementation name of this driver.
@@ -14,7 +15,8 @@ const Name = "docker"
 // DefaultID is the selection id development uses when no startup YAML selects a Compute Driver.
 const DefaultID = "compute-docker-development"
 
-// DefaultSocket is the Docker Engine socket used when neither configuration nor DOCKER_HOST name one.
+// DefaultSocket is the Docker Engine socket used when neither configuration nor DOCKER_HOST name
+// one.
 const DefaultSocket = "/var/run/docker.sock"
 
 // DefaultRequestTimeout bounds every Engine request (upstream: 10 s).
@@ -57,7 +59,7 @@ func Schema() driver.ObjectSchema {
 func checkSocketPath(v any) (string, string) {
 	s, _ := v.(string)
 	if strings.ContainsRune(s, 0) || filepath.Clean(s) != s {
-		return driver.DetailInvalidFormat, "Must be a clean absolute path."
+		return problem.DetailInvalidFormat, "Must be a clean absolute path."
 	}
 	return "", ""
 }
@@ -75,10 +77,10 @@ func ParseConfig(configuration map[string]any, env driver.Environment) (Config, 
 	} else if host, ok := env.Getenv("DOCKER_HOST"); ok && strings.TrimSpace(host) != "" {
 		path, ok := strings.CutPrefix(host, "unix://")
 		if !ok || !filepath.IsAbs(path) || len(path) > maxSocketPath || filepath.Clean(path) != path {
-			return Config{}, &driver.ConfigurationError{Details: []driver.Detail{{
-				Path: "/socket", Code: driver.DetailInvalidValue,
+			return Config{}, driver.NewConfigurationError([]problem.Detail{{
+				Path: "/socket", Code: problem.DetailInvalidValue,
 				Message: "DOCKER_HOST is not a unix:// URL with an absolute socket path; configure socket explicitly.",
-			}}}
+			}}...)
 		}
 		cfg.Socket = path
 	}

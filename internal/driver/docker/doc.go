@@ -1,6 +1,6 @@
 // Package docker is the development Compute Driver (implementation "docker", default selection id
 // compute-docker-development): one labelled bridge network per Namespace on the local Docker
-// Engine (reference/drivers-config-obs.md §2). It cannot be selected in production.
+// Engine. It cannot be selected in production.
 //
 // It refuses every revision: the public deployment API requires Harness authentication and this
 // driver supports none (UnsupportedError HARNESS_AUTHENTICATION_UNSUPPORTED), so Docker cannot
@@ -27,19 +27,20 @@
 // # Namespace networks
 //
 // Name: oce-<slug(namespace id), at most 32 characters>-<first 12 hex digits of sha256(namespace
-// id)>. Labels: org.openclaw.enterprise.managed=true, org.openclaw.enterprise.compute-driver=docker,
-// org.openclaw.enterprise.namespace-id=<namespace id>. EnsureNamespace creates the network or
-// finds it by its exact name and verifies those labels; a same-named network without them is
-// refused (NAMESPACE_NETWORK_CONFLICT, permanent) and never adopted or deleted. Ensure and delete
-// of one Namespace are serialized inside the process (the worker's lanes serialize them across
-// processes). Engines before Docker 25 do not enforce unique network names, so a create that timed
-// out on our side can still land later: every ensure that finds several labelled copies keeps the
-// lowest network id and removes the others, and DeleteNamespace verifies the labels of every copy
-// and removes them all. A missing network counts as deleted.
+// id)>. Labels: org.openclaw.enterprise.managed=true,
+// org.openclaw.enterprise.compute-driver=docker, org.openclaw.enterprise.namespace-id=<namespace
+// id>. EnsureNamespace creates the network or finds it by its exact name and verifies those labels;
+// a same-named network without them is refused (NAMESPACE_NETWORK_CONFLICT, permanent) and never
+// adopted or deleted. Ensure and delete of one Namespace are serialized inside the process (the
+// worker's lanes serialize them across processes). Engines before Docker 25 do not enforce unique
+// network names, so a create that timed out on our side can still land later: every ensure that
+// finds several labelled copies keeps the lowest network id and removes the others, and
+// DeleteNamespace verifies the labels of every copy and removes them all. A missing network counts
+// as deleted.
 //
 // Upstream's deleteNamespace also force-removes the Namespace's labelled containers and workspace
 // volumes. This driver never creates either, so it removes none; a network that still has
 // containers attached is refused by the engine, and the deletion fails without removing anything
-// else, for the operator to resolve and retry. An existingNamespace selection is refused, as upstream
-// (EXISTING_NAMESPACE_UNSUPPORTED).
+// else, for the operator to resolve and retry. An existingNamespace selection is refused, as
+// upstream (EXISTING_NAMESPACE_UNSUPPORTED).
 package docker

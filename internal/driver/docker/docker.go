@@ -12,7 +12,7 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 )
 
-// Ownership labels of every object the driver manages (reference/drivers-config-obs.md §2).
+// Ownership labels of every object the driver manages.
 const (
 	LabelManaged       = "org.openclaw.enterprise.managed"
 	LabelComputeDriver = "org.openclaw.enterprise.compute-driver"

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // MaxConfigurationBytes bounds a stored document (the Kubernetes ConfigMap limit).
@@ -17,8 +18,8 @@ const MaxConfigurationBytes = 1 << 20
 // DefaultConfigurationID is the selection id development uses without a startup YAML.
 const DefaultConfigurationID = "configuration-filesystem"
 
-// Configurations is the filesystem Configuration Driver: <root>/<namespaceId>/<configurationId>.json
-// holds the whole Configuration object as JSON.
+// Configurations is the filesystem Configuration Driver:
+// <root>/<namespaceId>/<configurationId>.json holds the whole Configuration object as JSON.
 type Configurations struct {
 	id   string
 	root string
@@ -68,14 +69,14 @@ func (c *Configurations) location(ref driver.ConfigurationRef) (dir, name string
 func (c *Configurations) Validate(_ context.Context, doc driver.ConfigurationDocument) error {
 	trimmed := bytes.TrimSpace(doc.Values)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
-		return &driver.ConfigurationValueError{Path: "", Code: driver.DetailInvalidType, Message: "The values must be a JSON object."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailInvalidType, Message: "The values must be a JSON object."}}
 	}
 	data, err := encode(doc)
 	if err != nil {
-		return &driver.ConfigurationValueError{Path: "", Code: driver.DetailInvalidValue, Message: "The values cannot be stored."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailInvalidValue, Message: "The values cannot be stored."}}
 	}
 	if len(data) > MaxConfigurationBytes {
-		return &driver.ConfigurationValueError{Path: "", Code: driver.DetailTooLong, Message: "The Configuration is larger than 1 MiB."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailTooLong, Message: "The Configuration is larger than 1 MiB."}}
 	}
 	return nil
 }

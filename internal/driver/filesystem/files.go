@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // Name is the implementation name of both drivers.
@@ -34,7 +35,7 @@ func configurationSchema(description string) driver.ObjectSchema {
 		Check: func(v any) (string, string) {
 			s, _ := v.(string)
 			if !filepath.IsAbs(s) || filepath.Clean(s) != s {
-				return driver.DetailInvalidValue, "Must be an absolute, clean path."
+				return problem.DetailInvalidValue, "Must be an absolute, clean path."
 			}
 			return "", ""
 		},
@@ -44,7 +45,7 @@ func configurationSchema(description string) driver.ObjectSchema {
 func rootOf(configuration map[string]any) (string, error) {
 	root, _ := configuration["root"].(string)
 	if root == "" || !filepath.IsAbs(root) || filepath.Clean(root) != root {
-		return "", &driver.ConfigurationError{Details: []driver.Detail{{Path: "/root", Code: driver.DetailInvalidValue, Message: "Must be an absolute, clean path."}}}
+		return "", driver.NewConfigurationError([]problem.Detail{{Path: "/root", Code: problem.DetailInvalidValue, Message: "Must be an absolute, clean path."}}...)
 	}
 	return root, nil
 }

@@ -15,7 +15,7 @@ const (
 	harnessCodex    = "codex"
 )
 
-// Prepare stages of the failure diagnostics (reference §3.6); the Harness stages are ours, the
+// Prepare stages of the failure diagnostics; the Harness stages are ours, the
 // reference has no name for a Compute-owned Harness.
 const (
 	stageHarnessAuth          = "harness_auth"
@@ -70,7 +70,7 @@ func newPlan(rev driver.Revision, namespace string) *plan {
 // inactiveSelector is the Agent Service selector value that matches no Pod.
 func (p *plan) inactiveSelector() string { return p.agent + "-inactive" }
 
-// agentPolicies are the Agent NetworkPolicy names this revision's topology writes (reference §3.7).
+// agentPolicies are the Agent NetworkPolicy names this revision's topology writes.
 func (p *plan) agentPolicies() []string {
 	if p.dedicated {
 		return []string{
@@ -203,7 +203,7 @@ func atStage(stage string, err error) error {
 	return &stageError{stage: stage, err: err}
 }
 
-// DescribePrepareFailure maps a PrepareRevision error to its diagnostic code (reference §3.12) and
+// DescribePrepareFailure maps a PrepareRevision error to its diagnostic code and
 // stage for the worker's compute-prepare-failed log line.
 func (d *Compute) DescribePrepareFailure(err error) (code, stage string) {
 	stage = stagePrepareRevision

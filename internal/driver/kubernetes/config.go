@@ -12,9 +12,10 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
+	"github.com/openclaw/occ/internal/problem"
 )
 
-// Defaults and bounds of the configuration (reference §3.1; requestTimeoutMs and
+// Defaults and bounds of the configuration (requestTimeoutMs and
 // podTerminationTimeoutMs are ours: upstream reads them from the environment or hard-codes them).
 const (
 	DefaultRequestTimeout        = kube.DefaultRequestTimeout
@@ -50,8 +51,9 @@ var (
 const quantityTypeMessage = `Must be a string: write "4", not 4.`
 
 // Schema is the closed configuration schema of the Kubernetes Compute Driver (the supported subset
-// of reference §3.1 plus requestTimeoutMs and podTerminationTimeoutMs). Unsupported upstream options
-// (gatewayRouting, executionCluster, runtime.transportSecretPrefix, ...) fail as UNKNOWN_FIELD.
+// of the upstream options plus requestTimeoutMs and podTerminationTimeoutMs). Unsupported upstream
+// options (gatewayRouting, executionCluster, runtime.transportSecretPrefix, ...) fail as
+// UNKNOWN_FIELD.
 func Schema() driver.ObjectSchema {
 	return driver.ObjectSchema{
 		Description: "Production Compute Driver: one Kubernetes namespace per Namespace, a gateway and a Harness Deployment per Agent revision.",
@@ -143,7 +145,7 @@ func Schema() driver.ObjectSchema {
 }
 
 // StorageSchema is the closed configuration schema of the Kubernetes Configuration and Secret
-// Drivers (reference §4.2, §4.3): only authentication, with the shape of the Compute Driver's.
+// Drivers: only authentication, with the shape of the Compute Driver's.
 func StorageSchema(description string) driver.ObjectSchema {
 	return driver.ObjectSchema{Description: description, Properties: []driver.Property{authenticationProperty()}}
 }
@@ -179,7 +181,7 @@ func absolutePathProperty(name, description string) driver.Property {
 		Check: func(v any) (string, string) {
 			s, _ := v.(string)
 			if !filepath.IsAbs(s) || filepath.Clean(s) != s || strings.ContainsRune(s, 0) {
-				return driver.DetailInvalidValue, "Must be an absolute, clean path."
+				return problem.DetailInvalidValue, "Must be an absolute, clean path."
 			}
 			return "", ""
 		}}
@@ -244,21 +246,21 @@ func validLabelKey(k string) bool {
 
 func checkLabelKey(k string) (string, string) {
 	if !validLabelKey(k) {
-		return driver.DetailInvalidFormat, "Must be a Kubernetes label key."
+		return problem.DetailInvalidFormat, "Must be a Kubernetes label key."
 	}
 	return "", ""
 }
 
 func checkResourceName(k string) (string, string) {
 	if !reResourceName.MatchString(k) {
-		return driver.DetailInvalidFormat, "Must be a Kubernetes resource name."
+		return problem.DetailInvalidFormat, "Must be a Kubernetes resource name."
 	}
 	return "", ""
 }
 
 func checkQuantity(v any) (string, string) {
 	if _, ok := parseQuantity(v.(string)); !ok {
-		return driver.DetailInvalidFormat, "Must be a Kubernetes quantity such as 100m, 2 or 512Mi."
+		return problem.DetailInvalidFormat, "Must be a Kubernetes quantity such as 100m, 2 or 512Mi."
 	}
 	return "", ""
 }
@@ -266,7 +268,7 @@ func checkQuantity(v any) (string, string) {
 func checkPrintable(v any) (string, string) {
 	s, _ := v.(string)
 	if s == "" || strings.TrimSpace(s) != s || strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		return driver.DetailInvalidFormat, "Must be non-empty printable text without surrounding spaces."
+		return problem.DetailInvalidFormat, "Must be non-empty printable text without surrounding spaces."
 	}
 	return "", ""
 }
@@ -274,14 +276,14 @@ func checkPrintable(v any) (string, string) {
 func checkServer(v any) (string, string) {
 	u, err := url.Parse(v.(string))
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/") {
-		return driver.DetailInvalidFormat, "Must be an https URL without path, user info, query or fragment."
+		return problem.DetailInvalidFormat, "Must be an https URL without path, user info, query or fragment."
 	}
 	return "", ""
 }
 
 func checkGatewayPort(v any) (string, string) {
 	if n, _ := driver.IntegerValue(v); n == reservedGatewayPort {
-		return driver.DetailInvalidValue, "Port 18791 is reserved for the gateway's internal listener."
+		return problem.DetailInvalidValue, "Port 18791 is reserved for the gateway's internal listener."
 	}
 	return "", ""
 }
@@ -292,13 +294,13 @@ var everyV4Mapped = netip.MustParsePrefix("::ffff:0:0/96")
 func checkTrustedCIDR(v any) (string, string) {
 	p, err := netip.ParsePrefix(v.(string))
 	if err != nil {
-		return driver.DetailInvalidFormat, "Must be a CIDR such as 10.0.0.0/8."
+		return problem.DetailInvalidFormat, "Must be a CIDR such as 10.0.0.0/8."
 	}
 	if p.Masked() != p {
-		return driver.DetailInvalidFormat, "Must be a CIDR without host bits."
+		return problem.DetailInvalidFormat, "Must be a CIDR without host bits."
 	}
 	if p.Bits() == 0 || (p.Addr().Is6() && p.Bits() <= everyV4Mapped.Bits() && p.Contains(everyV4Mapped.Addr())) {
-		return driver.DetailInvalidValue, "Must not cover every source address."
+		return problem.DetailInvalidValue, "Must not cover every source address."
 	}
 	return "", ""
 }
@@ -351,13 +353,13 @@ func pow(base int64, exp int) *big.Rat {
 }
 
 // checkCompute is the semantic validation across keys (runs after the property checks passed).
-func checkCompute(cfg map[string]any) []driver.Detail {
-	var out []driver.Detail
+func checkCompute(cfg map[string]any) []problem.Detail {
+	var out []problem.Detail
 	images := cfg["images"].(map[string]any)
 	if images["requireImmutableDigest"] == true {
 		for _, k := range []string{"gateway", "agent"} {
 			if !reDigestRef.MatchString(images[k].(string)) {
-				out = append(out, driver.Detail{Path: "/images/" + k, Code: driver.DetailInvalidValue,
+				out = append(out, problem.Detail{Path: "/images/" + k, Code: problem.DetailInvalidValue,
 					Message: "Must end with @sha256: and 64 lowercase hex digits because requireImmutableDigest is true."})
 			}
 		}
@@ -377,7 +379,7 @@ func checkCompute(cfg map[string]any) []driver.Detail {
 			r, _ := parseQuantity(req[k].(string))
 			l, _ := parseQuantity(lim[k].(string))
 			if r.Cmp(l) > 0 {
-				out = append(out, driver.Detail{Path: c.path + "/requests/" + k, Code: driver.DetailInvalidValue,
+				out = append(out, problem.Detail{Path: c.path + "/requests/" + k, Code: problem.DetailInvalidValue,
 					Message: "The request must not exceed the limit."})
 			}
 		}
@@ -385,26 +387,26 @@ func checkCompute(cfg map[string]any) []driver.Detail {
 	return out
 }
 
-// ParseConfig validates configuration (schema, semantic rules and the production rules of
-// reference §5.4 step 7) and returns the typed Config. It reads no file and makes no request:
-// NewCompute resolves the authentication.
+// ParseConfig validates configuration (schema, semantic rules and the production rules: immutable
+// image digests and projected ServiceAccount tokens) and returns the typed Config. It reads no file
+// and makes no request: NewCompute resolves the authentication.
 func ParseConfig(configuration map[string]any, env driver.Environment) (Config, error) {
 	if err := Schema().Validate(configuration); err != nil {
 		return Config{}, err
 	}
-	var details []driver.Detail
+	var details []problem.Detail
 	images := configuration["images"].(map[string]any)
 	if env.Production && images["requireImmutableDigest"] != true {
-		details = append(details, driver.Detail{Path: "/images/requireImmutableDigest", Code: driver.DetailInvalidValue,
+		details = append(details, problem.Detail{Path: "/images/requireImmutableDigest", Code: problem.DetailInvalidValue,
 			Message: "Production requires immutable image digests."})
 	}
 	spc := configuration["servicePrincipalCredentials"].(map[string]any)
 	if env.Production && spc["mode"] != TokenModeProjected {
-		details = append(details, driver.Detail{Path: "/servicePrincipalCredentials/mode", Code: driver.DetailInvalidValue,
+		details = append(details, problem.Detail{Path: "/servicePrincipalCredentials/mode", Code: problem.DetailInvalidValue,
 			Message: "Production requires projectedServiceAccountToken."})
 	}
 	if len(details) > 0 {
-		return Config{}, &driver.ConfigurationError{Details: details}
+		return Config{}, driver.NewConfigurationError(details...)
 	}
 
 	cfg := Config{

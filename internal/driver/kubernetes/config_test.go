@@ -20,6 +20,8 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
+	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/testkit/schematest"
 )
 
 const cfgTestDigest = "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -94,18 +96,18 @@ func cfgSet(t *testing.T, m map[string]any, path string, v any, del bool) {
 	}
 }
 
-func cfgDetails(t *testing.T, err error) []driver.Detail {
+func cfgDetails(t *testing.T, err error) []problem.Detail {
 	t.Helper()
 	var ce *driver.ConfigurationError
 	if !errors.As(err, &ce) {
 		t.Fatalf("error %v is not a *ConfigurationError", err)
 	}
-	out := make([]driver.Detail, 0, len(ce.Details))
+	out := make([]problem.Detail, 0, len(ce.Details))
 	for _, d := range ce.Details {
 		if d.Message == "" {
 			t.Errorf("detail %s has no message", d.Path)
 		}
-		out = append(out, driver.Detail{Path: d.Path, Code: d.Code})
+		out = append(out, problem.Detail{Path: d.Path, Code: d.Code})
 	}
 	return out
 }
@@ -182,100 +184,100 @@ func TestParseConfigRefusals(t *testing.T) {
 		name       string
 		edits      []edit
 		production bool
-		want       []driver.Detail
+		want       []problem.Detail
 	}{
 		{"unsupported upstream option", []edit{{path: "gatewayRouting", v: map[string]any{}}},
-			false, []driver.Detail{{Path: "/gatewayRouting", Code: driver.DetailUnknownField}}},
+			false, []problem.Detail{{Path: "/gatewayRouting", Code: problem.DetailUnknownField}}},
 		{"injected clients", []edit{{path: "clients", v: marker}},
-			false, []driver.Detail{{Path: "/clients", Code: driver.DetailUnknownField}}},
+			false, []problem.Detail{{Path: "/clients", Code: problem.DetailUnknownField}}},
 		{"unsupported runtime option", []edit{{path: "runtime", v: map[string]any{"transportSecretPrefix": "x"}}},
-			false, []driver.Detail{{Path: "/runtime/transportSecretPrefix", Code: driver.DetailUnknownField}}},
+			false, []problem.Detail{{Path: "/runtime/transportSecretPrefix", Code: problem.DetailUnknownField}}},
 		{"authentication missing", []edit{{path: "authentication", del: true}},
-			false, []driver.Detail{{Path: "/authentication", Code: driver.DetailRequired}}},
+			false, []problem.Detail{{Path: "/authentication", Code: problem.DetailRequired}}},
 		{"authentication mode unknown", []edit{{path: "authentication/mode", v: "exec"}},
-			false, []driver.Detail{{Path: "/authentication/mode", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/authentication/mode", Code: problem.DetailInvalidValue}}},
 		{"kubeconfig without context", []edit{{path: "authentication", v: map[string]any{"mode": "kubeconfig", "kubeconfigPath": "/k"}}},
-			false, []driver.Detail{{Path: "/authentication/context", Code: driver.DetailRequired}}},
+			false, []problem.Detail{{Path: "/authentication/context", Code: problem.DetailRequired}}},
 		{"kubeconfig relative path", []edit{{path: "authentication", v: map[string]any{"mode": "kubeconfig", "kubeconfigPath": "k/" + marker, "context": "c"}}},
-			false, []driver.Detail{{Path: "/authentication/kubeconfigPath", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/authentication/kubeconfigPath", Code: problem.DetailInvalidValue}}},
 		{"inCluster with a server", []edit{{path: "authentication/server", v: "https://" + marker}},
-			false, []driver.Detail{{Path: "/authentication/server", Code: driver.DetailUnknownField}}},
+			false, []problem.Detail{{Path: "/authentication/server", Code: problem.DetailUnknownField}}},
 		{"tokenFile over http", []edit{{path: "authentication", v: map[string]any{"mode": "tokenFile", "server": "http://" + marker, "tokenPath": "/t", "caPath": "/c"}}},
-			false, []driver.Detail{{Path: "/authentication/server", Code: driver.DetailInvalidFormat}}},
+			false, []problem.Detail{{Path: "/authentication/server", Code: problem.DetailInvalidFormat}}},
 		{"tokenFile missing keys", []edit{{path: "authentication", v: map[string]any{"mode": "tokenFile", "server": "https://a"}}},
-			false, []driver.Detail{{Path: "/authentication/tokenPath", Code: driver.DetailRequired}, {Path: "/authentication/caPath", Code: driver.DetailRequired}}},
+			false, []problem.Detail{{Path: "/authentication/tokenPath", Code: problem.DetailRequired}, {Path: "/authentication/caPath", Code: problem.DetailRequired}}},
 		{"requireImmutableDigest missing", []edit{{path: "images/requireImmutableDigest", del: true}},
-			false, []driver.Detail{{Path: "/images/requireImmutableDigest", Code: driver.DetailRequired}}},
+			false, []problem.Detail{{Path: "/images/requireImmutableDigest", Code: problem.DetailRequired}}},
 		{"digest required", []edit{{path: "images/requireImmutableDigest", v: true}, {path: "images/agent", v: "r/a" + cfgTestDigest}},
-			false, []driver.Detail{{Path: "/images/gateway", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/images/gateway", Code: problem.DetailInvalidValue}}},
 		{"uppercase digest", []edit{{path: "images/requireImmutableDigest", v: true}, {path: "images/gateway", v: "r/g@sha256:" + strings.ToUpper(cfgTestDigest[8:])}, {path: "images/agent", v: "r/a" + cfgTestDigest}},
-			false, []driver.Detail{{Path: "/images/gateway", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/images/gateway", Code: problem.DetailInvalidValue}}},
 		{"image with whitespace", []edit{{path: "images/agent", v: "r/a " + marker}},
-			false, []driver.Detail{{Path: "/images/agent", Code: driver.DetailInvalidFormat}}},
+			false, []problem.Detail{{Path: "/images/agent", Code: problem.DetailInvalidFormat}}},
 		{"production requires digests", nil,
-			true, []driver.Detail{{Path: "/images/requireImmutableDigest", Code: driver.DetailInvalidValue}}},
+			true, []problem.Detail{{Path: "/images/requireImmutableDigest", Code: problem.DetailInvalidValue}}},
 		{"production requires projected tokens", []edit{{path: "images/requireImmutableDigest", v: true}, {path: "images/gateway", v: "r/g" + cfgTestDigest}, {path: "images/agent", v: "r/a" + cfgTestDigest}, {path: "servicePrincipalCredentials", v: map[string]any{"mode": "disabled"}}},
-			true, []driver.Detail{{Path: "/servicePrincipalCredentials/mode", Code: driver.DetailInvalidValue}}},
+			true, []problem.Detail{{Path: "/servicePrincipalCredentials/mode", Code: problem.DetailInvalidValue}}},
 		{"unquoted quantity", []edit{{path: "resources/gateway/limits/cpu", v: json.Number("4")}},
-			false, []driver.Detail{{Path: "/resources/gateway/limits/cpu", Code: driver.DetailInvalidType}}},
+			false, []problem.Detail{{Path: "/resources/gateway/limits/cpu", Code: problem.DetailInvalidType}}},
 		{"bad quantity", []edit{{path: "resources/agent/requests/memory", v: "1 " + marker}},
-			false, []driver.Detail{{Path: "/resources/agent/requests/memory", Code: driver.DetailInvalidFormat}}},
+			false, []problem.Detail{{Path: "/resources/agent/requests/memory", Code: problem.DetailInvalidFormat}}},
 		{"negative quantity", []edit{{path: "resources/agent/requests/cpu", v: "-1"}},
-			false, []driver.Detail{{Path: "/resources/agent/requests/cpu", Code: driver.DetailInvalidFormat}}},
+			false, []problem.Detail{{Path: "/resources/agent/requests/cpu", Code: problem.DetailInvalidFormat}}},
 		{"request above limit", []edit{{path: "resources/gateway/requests/memory", v: "3073Mi"}, {path: "resources/namespace/containerDefaults/requests/cpu", v: "4001m"}},
-			false, []driver.Detail{{Path: "/resources/gateway/requests/memory", Code: driver.DetailInvalidValue}, {Path: "/resources/namespace/containerDefaults/requests/cpu", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/resources/gateway/requests/memory", Code: problem.DetailInvalidValue}, {Path: "/resources/namespace/containerDefaults/requests/cpu", Code: problem.DetailInvalidValue}}},
 		{"limits missing", []edit{{path: "resources/agent/limits", del: true}},
-			false, []driver.Detail{{Path: "/resources/agent/limits", Code: driver.DetailRequired}}},
+			false, []problem.Detail{{Path: "/resources/agent/limits", Code: problem.DetailRequired}}},
 		{"empty quota", []edit{{path: "resources/namespace/quota", v: map[string]any{}}},
-			false, []driver.Detail{{Path: "/resources/namespace/quota", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/resources/namespace/quota", Code: problem.DetailInvalidValue}}},
 		{"quota number and bad key", []edit{{path: "resources/namespace/quota", v: map[string]any{"pods": json.Number("10"), "a b": "1"}}},
-			false, []driver.Detail{{Path: "/resources/namespace/quota/a b", Code: driver.DetailInvalidFormat}, {Path: "/resources/namespace/quota/pods", Code: driver.DetailInvalidType}}},
+			false, []problem.Detail{{Path: "/resources/namespace/quota/a b", Code: problem.DetailInvalidFormat}, {Path: "/resources/namespace/quota/pods", Code: problem.DetailInvalidType}}},
 		{"reserved gateway port", []edit{{path: "network/gatewayPort", v: json.Number("18791")}},
-			false, []driver.Detail{{Path: "/network/gatewayPort", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/network/gatewayPort", Code: problem.DetailInvalidValue}}},
 		{"gateway port range", []edit{{path: "network/gatewayPort", v: json.Number("0")}},
-			false, []driver.Detail{{Path: "/network/gatewayPort", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/network/gatewayPort", Code: problem.DetailInvalidValue}}},
 		{"gateway port as string", []edit{{path: "network/gatewayPort", v: "8080"}},
-			false, []driver.Detail{{Path: "/network/gatewayPort", Code: driver.DetailInvalidType}}},
+			false, []problem.Detail{{Path: "/network/gatewayPort", Code: problem.DetailInvalidType}}},
 		{"no trusted proxies", []edit{{path: "network/gatewayTrustedProxyCidrs", v: []any{}}},
-			false, []driver.Detail{{Path: "/network/gatewayTrustedProxyCidrs", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/network/gatewayTrustedProxyCidrs", Code: problem.DetailInvalidValue}}},
 		{"trusted proxies covering everything", []edit{{path: "network/gatewayTrustedProxyCidrs", v: []any{"0.0.0.0/0", "::/0", "::ffff:0:0/96", "::/64", marker, "10.0.0.1/8", "192.168.0.0/16"}}},
-			false, []driver.Detail{
-				{Path: "/network/gatewayTrustedProxyCidrs/0", Code: driver.DetailInvalidValue},
-				{Path: "/network/gatewayTrustedProxyCidrs/1", Code: driver.DetailInvalidValue},
-				{Path: "/network/gatewayTrustedProxyCidrs/2", Code: driver.DetailInvalidValue},
-				{Path: "/network/gatewayTrustedProxyCidrs/3", Code: driver.DetailInvalidValue},
-				{Path: "/network/gatewayTrustedProxyCidrs/4", Code: driver.DetailInvalidFormat},
-				{Path: "/network/gatewayTrustedProxyCidrs/5", Code: driver.DetailInvalidFormat},
+			false, []problem.Detail{
+				{Path: "/network/gatewayTrustedProxyCidrs/0", Code: problem.DetailInvalidValue},
+				{Path: "/network/gatewayTrustedProxyCidrs/1", Code: problem.DetailInvalidValue},
+				{Path: "/network/gatewayTrustedProxyCidrs/2", Code: problem.DetailInvalidValue},
+				{Path: "/network/gatewayTrustedProxyCidrs/3", Code: problem.DetailInvalidValue},
+				{Path: "/network/gatewayTrustedProxyCidrs/4", Code: problem.DetailInvalidFormat},
+				{Path: "/network/gatewayTrustedProxyCidrs/5", Code: problem.DetailInvalidFormat},
 			}},
 		{"gateway clients missing", []edit{{path: "network/gatewayClients", del: true}},
-			false, []driver.Detail{{Path: "/network/gatewayClients", Code: driver.DetailRequired}}},
+			false, []problem.Detail{{Path: "/network/gatewayClients", Code: problem.DetailRequired}}},
 		{"gateway clients empty", []edit{{path: "network/gatewayClients", v: []any{}}},
-			false, []driver.Detail{{Path: "/network/gatewayClients", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/network/gatewayClients", Code: problem.DetailInvalidValue}}},
 		{"peer namespace not a DNS label", []edit{{path: "network/dns/namespace", v: "Kube_" + marker}},
-			false, []driver.Detail{{Path: "/network/dns/namespace", Code: driver.DetailInvalidFormat}}},
+			false, []problem.Detail{{Path: "/network/dns/namespace", Code: problem.DetailInvalidFormat}}},
 		{"peer labels", []edit{{path: "network/gatewayClients/0/podLabels", v: map[string]any{"bad key": "v", "ok": "bad value", "long": strings.Repeat("a", 64), "-x/y": "v"}}},
-			false, []driver.Detail{
-				{Path: "/network/gatewayClients/0/podLabels/-x~1y", Code: driver.DetailInvalidFormat},
-				{Path: "/network/gatewayClients/0/podLabels/bad key", Code: driver.DetailInvalidFormat},
-				{Path: "/network/gatewayClients/0/podLabels/long", Code: driver.DetailTooLong},
-				{Path: "/network/gatewayClients/0/podLabels/ok", Code: driver.DetailInvalidFormat},
+			false, []problem.Detail{
+				{Path: "/network/gatewayClients/0/podLabels/-x~1y", Code: problem.DetailInvalidFormat},
+				{Path: "/network/gatewayClients/0/podLabels/bad key", Code: problem.DetailInvalidFormat},
+				{Path: "/network/gatewayClients/0/podLabels/long", Code: problem.DetailTooLong},
+				{Path: "/network/gatewayClients/0/podLabels/ok", Code: problem.DetailInvalidFormat},
 			}},
 		{"peer without labels", []edit{{path: "network/dns/podLabels", v: map[string]any{}}},
-			false, []driver.Detail{{Path: "/network/dns/podLabels", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/network/dns/podLabels", Code: problem.DetailInvalidValue}}},
 		{"peer unknown key", []edit{{path: "network/dns/port", v: json.Number("53")}},
-			false, []driver.Detail{{Path: "/network/dns/port", Code: driver.DetailUnknownField}}},
+			false, []problem.Detail{{Path: "/network/dns/port", Code: problem.DetailUnknownField}}},
 		{"audience required", []edit{{path: "servicePrincipalCredentials/audience", del: true}},
-			false, []driver.Detail{{Path: "/servicePrincipalCredentials/audience", Code: driver.DetailRequired}}},
+			false, []problem.Detail{{Path: "/servicePrincipalCredentials/audience", Code: problem.DetailRequired}}},
 		{"disabled with audience", []edit{{path: "servicePrincipalCredentials/mode", v: "disabled"}},
-			false, []driver.Detail{{Path: "/servicePrincipalCredentials/audience", Code: driver.DetailUnknownField}}},
+			false, []problem.Detail{{Path: "/servicePrincipalCredentials/audience", Code: problem.DetailUnknownField}}},
 		{"token lifetime", []edit{{path: "servicePrincipalCredentials/expirationSeconds", v: json.Number("599")}},
-			false, []driver.Detail{{Path: "/servicePrincipalCredentials/expirationSeconds", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/servicePrincipalCredentials/expirationSeconds", Code: problem.DetailInvalidValue}}},
 		{"runtime selectors and storage class", []edit{{path: "runtime", v: map[string]any{"gatewayStorageClassName": "Bad_Class", "nodeSelector": map[string]any{"a": "b c"}}}},
-			false, []driver.Detail{{Path: "/runtime/gatewayStorageClassName", Code: driver.DetailInvalidFormat}, {Path: "/runtime/nodeSelector/a", Code: driver.DetailInvalidFormat}}},
+			false, []problem.Detail{{Path: "/runtime/gatewayStorageClassName", Code: problem.DetailInvalidFormat}, {Path: "/runtime/nodeSelector/a", Code: problem.DetailInvalidFormat}}},
 		{"request timeout", []edit{{path: "requestTimeoutMs", v: json.Number("99")}},
-			false, []driver.Detail{{Path: "/requestTimeoutMs", Code: driver.DetailInvalidValue}}},
+			false, []problem.Detail{{Path: "/requestTimeoutMs", Code: problem.DetailInvalidValue}}},
 		{"termination timeout", []edit{{path: "podTerminationTimeoutMs", v: 1.5}},
-			false, []driver.Detail{{Path: "/podTerminationTimeoutMs", Code: driver.DetailInvalidType}}},
+			false, []problem.Detail{{Path: "/podTerminationTimeoutMs", Code: problem.DetailInvalidType}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -332,6 +334,18 @@ func TestParseQuantity(t *testing.T) {
 	}
 }
 
+// TestSchemasAgreeWithTheReferenceValidator checks the Compute and storage schemas against an
+// independent JSON Schema validator, from the valid example and each authentication mode.
+func TestSchemasAgreeWithTheReferenceValidator(t *testing.T) {
+	t.Parallel()
+	schematest.Agree(t, "kubernetes-compute", Schema(), cfgValidCompute(t))
+	schematest.Agree(t, "kubernetes-storage", StorageSchema("Kubernetes storage."),
+		map[string]any{"authentication": map[string]any{"mode": "inCluster"}},
+		map[string]any{"authentication": map[string]any{"mode": "kubeconfig", "kubeconfigPath": "/etc/occ/kubeconfig", "context": "prod"}},
+		map[string]any{"authentication": map[string]any{"mode": "tokenFile", "server": "https://kube.example:6443",
+			"tokenPath": "/var/run/secrets/token", "caPath": "/var/run/secrets/ca.crt"}})
+}
+
 func TestSchemaDocuments(t *testing.T) {
 	t.Parallel()
 	for name, s := range map[string]driver.ObjectSchema{"compute": Schema(), "configuration": ConfigurationSchema(), "secret": SecretSchema()} {
@@ -352,7 +366,7 @@ func TestSchemaDocuments(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := cfgDetails(t, s.Validate(map[string]any{"authentication": map[string]any{"mode": "inCluster"}, "namespace": "x"}))
-		if !reflect.DeepEqual(got, []driver.Detail{{Path: "/namespace", Code: driver.DetailUnknownField}}) {
+		if !reflect.DeepEqual(got, []problem.Detail{{Path: "/namespace", Code: problem.DetailUnknownField}}) {
 			t.Fatalf("storage schema accepted another option: %v", got)
 		}
 	}
@@ -390,14 +404,14 @@ func TestFactoryAuthentication(t *testing.T) {
 	}
 	// inCluster outside a Pod names the setting, not the environment's values.
 	_, err := impl.New("compute-kubernetes", cfgValidCompute(t), driver.Environment{})
-	if got := cfgDetails(t, err); !reflect.DeepEqual(got, []driver.Detail{{Path: "/authentication/mode", Code: driver.DetailInvalidValue}}) {
+	if got := cfgDetails(t, err); !reflect.DeepEqual(got, []problem.Detail{{Path: "/authentication/mode", Code: problem.DetailInvalidValue}}) {
 		t.Fatalf("inCluster outside a Pod: %v", got)
 	}
 	tokenPath, caPath := cfgWriteAuthFiles(t)
 	m := cfgValidCompute(t)
 	cfgSet(t, m, "authentication", map[string]any{"mode": "tokenFile", "server": "https://127.0.0.1:1", "tokenPath": tokenPath, "caPath": filepath.Join(filepath.Dir(caPath), "missing")}, false)
 	_, err = impl.New("compute-kubernetes", m, driver.Environment{})
-	if got := cfgDetails(t, err); !reflect.DeepEqual(got, []driver.Detail{{Path: "/authentication/caPath", Code: driver.DetailInvalidValue}}) {
+	if got := cfgDetails(t, err); !reflect.DeepEqual(got, []problem.Detail{{Path: "/authentication/caPath", Code: problem.DetailInvalidValue}}) {
 		t.Fatalf("missing CA: %v", got)
 	}
 	cfg, err := ParseConfig(cfgValidCompute(t), driver.Environment{})
@@ -424,11 +438,11 @@ func TestFactoryAuthentication(t *testing.T) {
 		t.Fatalf("NewSecrets = %v, %v", d, err)
 	}
 	_, err = NewSecrets("secret-kubernetes", map[string]any{"authentication": map[string]any{"mode": "inCluster"}}, env)
-	if got := cfgDetails(t, err); !reflect.DeepEqual(got, []driver.Detail{{Path: "/authentication/mode", Code: driver.DetailInvalidValue}}) {
+	if got := cfgDetails(t, err); !reflect.DeepEqual(got, []problem.Detail{{Path: "/authentication/mode", Code: problem.DetailInvalidValue}}) {
 		t.Fatalf("NewSecrets inCluster outside a Pod: %v", got)
 	}
 	_, err = NewConfigurations("config-kubernetes", map[string]any{}, env)
-	if got := cfgDetails(t, err); !reflect.DeepEqual(got, []driver.Detail{{Path: "/authentication", Code: driver.DetailRequired}}) {
+	if got := cfgDetails(t, err); !reflect.DeepEqual(got, []problem.Detail{{Path: "/authentication", Code: problem.DetailRequired}}) {
 		t.Fatalf("NewConfigurations {}: %v", got)
 	}
 	if bytes.Contains([]byte(err.Error()), []byte("token-value")) {

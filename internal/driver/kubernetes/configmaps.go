@@ -11,9 +11,10 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
+	"github.com/openclaw/occ/internal/problem"
 )
 
-// Kubernetes Configuration Driver (reference §4.2): one ConfigMap per Configuration in the tenant
+// Kubernetes Configuration Driver: one ConfigMap per Configuration in the tenant
 // namespace, holding the whole document under one key.
 
 // ConfigMap layout.
@@ -107,7 +108,7 @@ func ConfigurationSchema() driver.ObjectSchema {
 }
 
 // NewConfigurations builds the Configuration Driver selected as id. It makes no request: RBAC and
-// namespace problems surface on the first operation (reference §4.2).
+// namespace problems surface on the first operation.
 func NewConfigurations(id string, configuration map[string]any, env driver.Environment) (*Configurations, error) {
 	c, err := newStorageClient(ConfigurationSchema(), id, configuration, env)
 	if err != nil {
@@ -139,17 +140,17 @@ func encodeConfiguration(doc driver.ConfigurationDocument) ([]byte, error) {
 func (c *Configurations) Validate(_ context.Context, doc driver.ConfigurationDocument) error {
 	trimmed := bytes.TrimSpace(doc.Values)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
-		return &driver.ConfigurationValueError{Path: "", Code: driver.DetailInvalidType, Message: "The values must be a JSON object."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailInvalidType, Message: "The values must be a JSON object."}}
 	}
 	if len(doc.SecretBindings) > 0 && !json.Valid(doc.SecretBindings) {
-		return &driver.ConfigurationValueError{Path: "", Code: driver.DetailInvalidValue, Message: "The Secret bindings cannot be stored."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailInvalidValue, Message: "The Secret bindings cannot be stored."}}
 	}
 	data, err := encodeConfiguration(doc)
 	if err != nil {
-		return &driver.ConfigurationValueError{Path: "", Code: driver.DetailInvalidValue, Message: "The values cannot be stored."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailInvalidValue, Message: "The values cannot be stored."}}
 	}
 	if len(data) >= maxConfigMapData {
-		return &driver.ConfigurationValueError{Path: "", Code: driver.DetailTooLong, Message: "The Configuration must be smaller than 1 MiB to fit in a ConfigMap."}
+		return &driver.ConfigurationValueError{Detail: problem.Detail{Path: "", Code: problem.DetailTooLong, Message: "The Configuration must be smaller than 1 MiB to fit in a ConfigMap."}}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/testkit/kubetest"
 )
 
@@ -280,7 +281,7 @@ func TestConfigurationsLimits(t *testing.T) {
 	huge := storageDocument(nsID)
 	huge.Values = json.RawMessage(`{"blob":"` + strings.Repeat("a", maxConfigMapData) + `"}`)
 	var ve *driver.ConfigurationValueError
-	if err := d.Validate(ctx, huge); !errors.As(err, &ve) || ve.Code != driver.DetailTooLong || ve.Path != "" {
+	if err := d.Validate(ctx, huge); !errors.As(err, &ve) || ve.Code != problem.DetailTooLong || ve.Path != "" {
 		t.Fatalf("validate of a huge document: %v", err)
 	}
 	if _, err := d.Create(ctx, huge); !errors.As(err, &ve) {
@@ -292,7 +293,7 @@ func TestConfigurationsLimits(t *testing.T) {
 	for _, values := range []string{`[1]`, `"x"`, ``, `{`} {
 		bad := storageDocument(nsID)
 		bad.Values = json.RawMessage(values)
-		if err := d.Validate(ctx, bad); !errors.As(err, &ve) || ve.Code != driver.DetailInvalidType {
+		if err := d.Validate(ctx, bad); !errors.As(err, &ve) || ve.Code != problem.DetailInvalidType {
 			t.Fatalf("validate of values %q: %v", values, err)
 		}
 	}

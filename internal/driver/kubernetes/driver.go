@@ -5,6 +5,7 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
+	"github.com/openclaw/occ/internal/problem"
 )
 
 // Name is the implementation name of the Kubernetes drivers (compute, configuration, secret).
@@ -29,7 +30,7 @@ type ContainerResources struct {
 	Requests, Limits Quantities
 }
 
-// Config is the typed configuration of the Kubernetes Compute Driver (reference §3.1; the
+// Config is the typed configuration of the Kubernetes Compute Driver (the
 // supported subset is documented in docs/kubernetes.md).
 type Config struct {
 	Auth kube.Auth
@@ -90,7 +91,7 @@ func (d *Compute) Implementation() string { return Name }
 // authConfigurationError reports an unusable authentication setting as a configuration error.
 func authConfigurationError(err error) error {
 	if ce, ok := err.(*kube.ConfigError); ok {
-		return &driver.ConfigurationError{Details: []driver.Detail{{Path: "/" + ce.Path, Code: driver.DetailInvalidValue, Message: ce.Message}}}
+		return driver.NewConfigurationError([]problem.Detail{{Path: "/" + ce.Path, Code: problem.DetailInvalidValue, Message: ce.Message}}...)
 	}
 	return err
 }

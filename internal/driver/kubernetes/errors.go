@@ -9,7 +9,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 )
 
-// Failure codes of prepareRevision diagnostics (reference/drivers-config-obs.md §3.12).
+// Failure codes of prepareRevision diagnostics.
 const (
 	CodeConfigurationInvalid  = "KUBERNETES_CONFIGURATION_INVALID"
 	CodeAPITimeout            = "KUBERNETES_API_TIMEOUT"
@@ -25,7 +25,7 @@ const (
 //   - a server certificate that does not verify: *driver.RetryableError KUBERNETES_TLS_UNTRUSTED;
 //   - any other HTTP status: *driver.RetryableError KUBERNETES_API_REJECTED with the status and
 //     the Status reason, never the server's message. Revision operations retry it with backoff
-//     (reference §1.2.3: only configuration, ownership and Harness errors are permanent there); a
+//     (only configuration, ownership and Harness errors are permanent there); a
 //     kube-apiserver that is starting answers 403 for a moment before its RBAC cache is filled.
 //
 // Errors that are not from the client pass through unchanged. Namespace operations use
@@ -57,7 +57,7 @@ func classify(err error) error {
 }
 
 // classifyNamespace is classify for Namespace operations, where HTTP 400, 401, 403 and 422 are
-// permanent (reference §1.2.3); err may be a client error or one classify already returned.
+// permanent; err may be a client error or one classify already returned.
 func classifyNamespace(err error) error {
 	err = classify(err)
 	var re *driver.RetryableError

@@ -6,13 +6,13 @@ import (
 	"strings"
 )
 
-// hash is the lowercase hex SHA-256 of s truncated to n characters (reference §3.3).
+// hash is the lowercase hex SHA-256 of s truncated to n characters.
 func hash(s string, n int) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])[:n]
 }
 
-// Object names (reference/drivers-config-obs.md §3.3). They derive from ids only, never from
+// Object names. They derive from ids only, never from
 // display names, so no tenant chooses another tenant's object name.
 
 // managedNamespaceName is the Kubernetes namespace of an OCC Namespace the driver creates.
@@ -48,13 +48,13 @@ func workspaceClaimName(agentID string) string { return "workspace-" + agentHash
 // agentPolicyName names an Agent NetworkPolicy (base is e.g. "allow-agent-runtime").
 func agentPolicyName(base, agentID string) string { return base + "-" + agentHash(agentID) }
 
-// configurationConfigMapName names the ConfigMap of a Configuration (reference §4.2):
+// configurationConfigMapName names the ConfigMap of a Configuration:
 // cfg-<slug of the id without "cfg_", at most 46>-<sha256(id)[:12]>.
 func configurationConfigMapName(configurationID string) string {
 	return "cfg-" + slug(strings.TrimPrefix(configurationID, "cfg_"), 46) + "-" + hash(configurationID, 12)
 }
 
-// secretObjectName names the Kubernetes Secret holding one OCC Secret's value (reference §4.3);
+// secretObjectName names the Kubernetes Secret holding one OCC Secret's value;
 // nonce makes a re-created Secret a new object.
 func secretObjectName(namespaceID, secretID, nonce string) string {
 	return "secret-" + hash(namespaceID, 12) + "-" + hash(secretID, 12) + "-" + hash(nonce, 12)

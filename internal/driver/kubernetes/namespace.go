@@ -11,7 +11,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 )
 
-// Namespace-level objects every tenant namespace holds (reference §3.3, §3.5 step 4).
+// Namespace-level objects every tenant namespace holds.
 const (
 	tenantQuotaName          = "openclaw-quota"
 	tenantLimitRangeName     = "openclaw-limits"
@@ -30,7 +30,7 @@ var psaLabels = []string{
 	"pod-security.kubernetes.io/warn",
 }
 
-// Fixed reasons of Namespace observations (reference §3.5 step 6). They carry no server text.
+// Fixed reasons of Namespace observations. They carry no server text.
 const (
 	reasonAPIUnreachable       = "The Kubernetes API server is unreachable."
 	reasonEnsureFailed         = "Namespace preparation failed."
@@ -44,7 +44,7 @@ const (
 // namespaceNamePattern is a Kubernetes namespace name (RFC 1123 label).
 var namespaceNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
-// EnsureNamespace implements driver.Compute (reference §3.5): place the tenant namespace (a managed
+// EnsureNamespace implements driver.Compute: place the tenant namespace (a managed
 // oce-<hash> namespace, or the operator's existingNamespace after its checks), then apply the
 // quota, the limit range and the namespace NetworkPolicies. A 403 inside an Active tenant
 // namespace is pending, not a failure: the operator binds the worker's RoleBindings there after
@@ -122,7 +122,7 @@ func (d *Compute) placeNamespace(ctx context.Context, ns driver.Namespace) (*ten
 	return tn, "", nil
 }
 
-// adoptNamespace verifies the operator's existing namespace (reference §3.5 step 3) and claims it
+// adoptNamespace verifies the operator's existing namespace and claims it
 // with the ownership label and annotation. Every refusal is permanent: only the operator can fix
 // the namespace.
 func (d *Compute) adoptNamespace(ctx context.Context, namespaceID, name string) (*tenantNamespace, string, error) {
@@ -227,7 +227,7 @@ func (d *Compute) checkNoForeignPolicies(ctx context.Context, namespaceID, name 
 	return nil
 }
 
-// tenantObject is one namespace-level object of §3.5 step 4.
+// tenantObject is one namespace-level object every tenant namespace holds.
 type tenantObject struct {
 	kind     string
 	resource kube.Resource
@@ -338,7 +338,7 @@ func (d *Compute) prepareNamespaceInfrastructure(ctx context.Context, namespaceI
 	return nil
 }
 
-// DeleteNamespace implements driver.Compute (reference §3.5 deleteNamespace). A managed namespace
+// DeleteNamespace implements driver.Compute. A managed namespace
 // is deleted with a UID precondition (its Pods, Deployments and other objects go with it) and
 // reported deleted once a re-read no longer finds it. An external (operator-owned) namespace is
 // never deleted: only the driver's quota, limit range and NetworkPolicies are removed; the
@@ -456,9 +456,9 @@ func (d *Compute) removeNamespaceInfrastructure(ctx context.Context, namespaceID
 	return nil
 }
 
-// namespaceFailure builds the failure observation of err (reference §1.2.3, §3.5 step 6): the class
-// comes from classifyNamespace (HTTP 400/401/403/422, ownership and configuration are permanent, the rest
-// retryable) and the reason from the driver's own sentences only.
+// namespaceFailure builds the failure observation of err: the class comes from classifyNamespace
+// (HTTP 400/401/403/422, ownership and configuration are permanent, the rest retryable) and the
+// reason from the driver's own sentences only.
 func namespaceFailure(build func(string, error) driver.NamespaceObservation, namespaceID string, err error, op, fallback string) driver.NamespaceObservation {
 	obs := build(namespaceID, classifyNamespace(err))
 	obs.Reason = driver.SanitizeReason(namespaceFailureReason(err, op, fallback))

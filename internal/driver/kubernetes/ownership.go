@@ -8,7 +8,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 )
 
-// Ownership labels and annotations (reference/drivers-config-obs.md §3.4). Raw platform ids go
+// Ownership labels and annotations. Raw platform ids go
 // into labels; every read of an owned object verifies all expected labels and annotations.
 const (
 	labelManagedBy        = "app.kubernetes.io/managed-by"

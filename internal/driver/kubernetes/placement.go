@@ -32,7 +32,7 @@ func (v namespaceView) tenant() *tenantNamespace {
 	}
 }
 
-// findTenantNamespace discovers the namespace labelled for namespaceID (reference §3.5 step 1):
+// findTenantNamespace discovers the namespace labelled for namespaceID:
 // nil when there is none, an ownership failure when several claim it or the one found does not
 // carry the ownership annotation.
 func findTenantNamespace(ctx context.Context, c *kube.Client, namespaceID string) (*tenantNamespace, error) {

@@ -13,7 +13,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 )
 
-// Preflight codes (reference §3.12). KUBERNETES_VERSION_BELOW_MINIMUM is a warning; the others
+// Preflight codes. KUBERNETES_VERSION_BELOW_MINIMUM is a warning; the others
 // are *driver.PreflightError codes that block startup. Upstream only names
 // KUBERNETES_API_UNAVAILABLE; the others are this implementation's, so that an operator can tell
 // an untrusted certificate, a refused identity and an unexpected cluster apart.
@@ -87,7 +87,7 @@ func versionString(v [3]int) string {
 	return strconv.Itoa(v[0]) + "." + strconv.Itoa(v[1]) + "." + strconv.Itoa(v[2])
 }
 
-// Preflight implements driver.Preflighter (reference §3.12): GET /version, then list the
+// Preflight implements driver.Preflighter: GET /version, then list the
 // namespaces labelled openclaw.dev/gateway-namespace page by page to prove the identity's
 // namespace access. Failures are *driver.PreflightError with the API server's host and port; the
 // process logs them and exits. A cluster older than MinimumVersion is only a warning.

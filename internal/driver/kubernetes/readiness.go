@@ -67,9 +67,9 @@ type containerStatusView struct {
 	} `json:"state"`
 }
 
-// deploymentReady checks reference §3.6: replicas > 0, the controller has observed the current
-// generation and enough replicas are ready; a gateway must also be fully rolled out to exactly one
-// replica.
+// deploymentReady checks that a Deployment is ready: replicas > 0, the controller has observed the
+// current generation and enough replicas are ready; a gateway must also be fully rolled out to
+// exactly one replica.
 func deploymentReady(v deploymentView, gateway bool) bool {
 	if v.Spec.Replicas == nil || *v.Spec.Replicas <= 0 || v.Metadata.Terminating() {
 		return false

@@ -12,17 +12,17 @@ import (
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 )
 
-// defaultPodTerminationTimeout bounds a stop's wait for Pods (reference §3.13: 120 s).
+// defaultPodTerminationTimeout bounds a stop's wait for Pods (120 s).
 const defaultPodTerminationTimeout = 120 * time.Second
 
-// podPollInterval is how often a stop re-lists the Pods it waits for (reference §3.13: 100 ms).
+// podPollInterval is how often a stop re-lists the Pods it waits for (100 ms).
 const podPollInterval = 100 * time.Millisecond
 
 // errPending ends a prepare pass early as "not ready" (a namespace or object still converging); it
 // never leaves the driver.
 var errPending = errors.New("kubernetes: pending")
 
-// PrepareRevision implements driver.Compute (reference §3.6): it checks the preconditions, applies
+// PrepareRevision implements driver.Compute: it checks the preconditions, applies
 // the revision's objects in stage order and reports readiness. Not ready is pending; errors are
 // typed driver errors wrapped with their stage (DescribePrepareFailure).
 func (d *Compute) PrepareRevision(ctx context.Context, rev driver.Revision, rc driver.RevisionContext) (driver.RevisionReadiness, error) {
@@ -54,7 +54,8 @@ func (d *Compute) PrepareRevision(ctx context.Context, rev driver.Revision, rc d
 	return r, atStage(stagePrepareRevision, err)
 }
 
-// apply writes every object of the revision, in the order of reference §3.6.
+// apply writes every object of the revision, in dependency order: each object exists before the
+// objects that refer to it.
 func (d *Compute) apply(ctx context.Context, p *plan, rc driver.RevisionContext) error {
 	// The namespace-level policies (default-deny first) come from EnsureNamespace; without them
 	// an Agent Pod would start unfenced.
@@ -369,7 +370,7 @@ func (d *Compute) deleteIf(ctx context.Context, res kube.Resource, kind, namespa
 	return &driver.RetryableError{Code: CodeAPIRejected, Reason: "A Kubernetes " + kind + " kept changing while it was being deleted."}
 }
 
-// StopRevision implements driver.Compute (reference §3.13): it deletes the gateway Deployment when
+// StopRevision implements driver.Compute: it deletes the gateway Deployment when
 // it still carries this revision and the revision's Harness Deployment, then waits for their Pods.
 // PVCs, snapshots, ServiceAccounts, policies and Services stay: stop scales the Agent to zero and
 // keeps storage. A missing namespace is already stopped. While Pods terminate, a stop that may

@@ -11,7 +11,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 )
 
-// Kubernetes Secret Driver (reference §4.3): one Opaque Secret per OCC Secret in the Namespace's
+// Kubernetes Secret Driver: one Opaque Secret per OCC Secret in the Namespace's
 // gateway namespace (single cluster: the tenant namespace), its value under one key. Values are
 // never logged, wrapped or returned in an error; server answers are reduced to their status.
 
@@ -70,10 +70,10 @@ type secretView struct {
 // when there is none; an ownership failure when several claim it or the one found is not exactly
 // the tenant namespace of namespaceID (managed, or adopted with the external marker).
 //
-// Single cluster, the gateway namespace is the tenant namespace. An adopted namespace receives
-// only openclaw.dev/namespace and the namespace-id annotation when the Compute Driver claims it
-// (reference §3.5 step 3), so without any gateway-labelled namespace the adopted tenant
-// namespace (and only an adopted one without a gateway label) is the placement.
+// Single cluster, the gateway namespace is the tenant namespace. An adopted namespace receives only
+// openclaw.dev/namespace and the namespace-id annotation when the Compute Driver claims it, so
+// without any gateway-labelled namespace the adopted tenant namespace (and only an adopted one
+// without a gateway label) is the placement.
 func (s *Secrets) gatewayNamespace(ctx context.Context, namespaceID string) (*tenantNamespace, error) {
 	var list struct {
 		Items []namespaceView `json:"items"`

@@ -22,7 +22,7 @@ const testComputeID = "compute-kubernetes-test"
 const testDigest = "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 // testComputeConfig returns a valid Config for cluster c that authenticates as identity with a
-// token file (reference §3.1 values; runtime storage left unset).
+// token file (the documented example values; runtime storage left unset).
 func testComputeConfig(t testing.TB, c *kubetest.Cluster, identity string) Config {
 	t.Helper()
 	return Config{

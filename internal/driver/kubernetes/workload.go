@@ -10,7 +10,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 )
 
-// Object builders of the per-Agent and per-revision objects (reference §3.6, §3.7, §3.11). They
+// Object builders of the per-Agent and per-revision objects. They
 // are pure: every input is the plan, the driver configuration and the already checked Secret
 // references, so a repeated prepare applies identical objects.
 
@@ -22,7 +22,7 @@ const (
 	servicePrincipalDir = "/var/run/secrets/openclaw/service-principal"
 	tokenModeProjected  = "projectedServiceAccountToken"
 
-	// Driver-owned trusted-proxy authentication of the gateway (reference §3.9).
+	// Driver-owned trusted-proxy authentication of the gateway.
 	trustedProxyMode   = "trusted-proxy"
 	occIdentityHeader  = "x-occ-identity"
 	occWorkspaceIdenty = "occ-workspace-files"
@@ -31,7 +31,7 @@ const (
 	workspaceSize    = "40Gi"
 )
 
-// modelEgressExcept are the private ranges the model egress rule excludes (reference §3.7).
+// modelEgressExcept are the private ranges the model egress rule excludes.
 var modelEgressExcept = []any{"10.0.0.0/8", "100.64.0.0/10", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"}
 
 // settingError refuses a native setting that contradicts the Driver-owned gateway authentication.
@@ -184,7 +184,7 @@ func (p *plan) serviceAccounts() []kube.Object {
 	return []kube.Object{p.serviceAccount(p.agent, roleGateway)}
 }
 
-// podSelector selects the Agent's Pods of one role (reference §3.7: profile, namespace, agent,
+// podSelector selects the Agent's Pods of one role (profile, namespace, agent,
 // role, and the revision for the Harness).
 func (p *plan) podSelector(role string) kube.Object {
 	m := map[string]string{
@@ -216,7 +216,7 @@ func (p *plan) networkPolicy(base string, spec kube.Object) kube.Object {
 	}
 }
 
-// networkPolicies are the Agent NetworkPolicies of reference §3.7 (ordinary profile, no plugins,
+// networkPolicies are the Agent NetworkPolicies (ordinary profile, no plugins,
 // channels or repository service). Names match plan.agentPolicies.
 func (p *plan) networkPolicies() []kube.Object {
 	if !p.dedicated {
@@ -272,8 +272,8 @@ func resources(r ContainerResources) kube.Object {
 	return out
 }
 
-// podSecurityContext and containerSecurityContext are the hardened contexts of reference §3.11;
-// together they satisfy Pod Security "restricted".
+// podSecurityContext and containerSecurityContext are the hardened contexts (Pod Security
+// restricted); together they satisfy Pod Security "restricted".
 func podSecurityContext() kube.Object {
 	return kube.Object{
 		"runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
@@ -344,7 +344,7 @@ func (d *Compute) servicePrincipalVolume() (kube.Object, kube.Object, bool) {
 	return vol, mount("openclaw-service-principal", servicePrincipalDir, "", true), true
 }
 
-// podTemplate wraps one container into the hardened Pod template of reference §3.11.
+// podTemplate wraps one container into the hardened Pod template (Pod Security restricted).
 func podTemplate(labels map[string]string, annotations map[string]string, sa string, nodeSelector map[string]string, container kube.Object, volumes []any) kube.Object {
 	spec := kube.Object{
 		"serviceAccountName":           sa,

@@ -196,10 +196,11 @@ func (d *Driver) ReadyAfterObservations(id string, n int) {
 }
 
 // YieldStops makes the next n StopRevision calls on revision id that allow a yield
-// (driver.StopYieldAllowed) end early with *driver.StopYieldedError: the route is withdrawn but
-// the runtime keeps running, as workloads that are still terminating. A stop that does not allow a
+// (driver.StopYieldAllowed) end early with *driver.StopYieldedError: the route is withdrawn but the
+// runtime keeps running, as workloads that are still terminating. A stop that does not allow a
 // yield waits the termination out: it clears the remaining yields and stops the revision. Failing
-// stops (FailStops) come first. It replaces an earlier setting for the same revision; n <= 0 clears it.
+// stops (FailStops) come first. It replaces an earlier setting for the same revision; n <= 0 clears
+// it.
 func (d *Driver) YieldStops(id string, n int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -534,7 +535,8 @@ func countDown(m map[string]int, id string) {
 	}
 }
 
-// RetireRevision implements driver.Compute: like StopRevision, and the revision is retired for good.
+// RetireRevision implements driver.Compute: like StopRevision, and the revision is retired for
+// good.
 func (d *Driver) RetireRevision(ctx context.Context, rev driver.Revision) error {
 	return d.halt(ctx, OpRetireRevision, rev, PhaseRetired)
 }
@@ -640,7 +642,8 @@ func (d *Driver) RequiresStoppedPredecessors(rev driver.Revision) bool {
 // MaintenanceInterval implements driver.Maintainer.
 func (d *Driver) MaintenanceInterval() time.Duration { return d.cfg.MaintenanceInterval }
 
-// SupportsHarnessAuth implements driver.HarnessAuthSupport: every method of SPEC §3.
+// SupportsHarnessAuth implements driver.HarnessAuthSupport: every Harness authentication method in
+// scope.
 func (d *Driver) SupportsHarnessAuth(method string) bool {
 	switch method {
 	case driver.HarnessAuthRuntime, driver.HarnessAuthAPIKey, driver.HarnessAuthCodexPAT:

@@ -1,5 +1,5 @@
-// Package chaos is a Jepsen-style history checker for the controller worker (reference/anchors.md
-// §5.2). It replays the event logs that workers write with OCC_WORKER_EVENT_LOG against the final
+// Package chaos is a Jepsen-style history checker for the controller worker. It
+// replays the event logs that workers write with OCC_WORKER_EVENT_LOG against the final
 // database state and reports every invariant violation, and the recovery time of the claims that
 // died with a worker.
 //
@@ -338,8 +338,8 @@ func (c *checker) index() {
 				if t, ok := dbTime(e, c.o.Lease); ok {
 					ci.holds = append(ci.holds, hold{t, "accepted publish"})
 				} else {
-					// Every finalization transaction begins by renewing the claim; the event carries
-					// that renewal's expiry. Without it the publish was not fenced.
+					// Every finalization transaction begins by renewing the claim; the event
+					// carries that renewal's expiry. Without it the publish was not fenced.
 					c.fail(InvFencedPublish, "unfenced publish: %s token %s (process %s) committed at %s without the claim renewal that must begin the transaction",
 						e.WorkID, e.Token, e.Process, e.At.Format(time.RFC3339Nano))
 					if e.SentAt != nil {

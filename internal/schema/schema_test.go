@@ -1,0 +1,42 @@
+package schema
+
+import (
+	"testing"
+
+	"github.com/openclaw/occ/internal/problem"
+)
+
+func TestIntegerValue(t *testing.T) {
+	t.Parallel()
+	for lit, want := range map[string]struct {
+		n     int64
+		class IntegerClass
+	}{
+		"0": {0, IsInteger}, "-0": {0, IsInteger}, "1.0": {1, IsInteger}, "1e2": {100, IsInteger},
+		"1.5e1": {15, IsInteger}, "150e-1": {15, IsInteger}, "1.5": {0, NotInteger}, "1e-1": {0, NotInteger},
+		"9223372036854775807": {9223372036854775807, IsInteger}, "9223372036854775808": {0, HugeInteger},
+		"1e999999999999999999999": {0, HugeInteger}, "1e-999999999999999999999": {0, NotInteger},
+		"0e999999999999999999999": {0, IsInteger}, "0.000": {0, IsInteger}, "-12.30e1": {-123, IsInteger},
+		"100000000000000000000e-2": {1000000000000000000, IsInteger},
+	} {
+		n, class := IntegerLiteral(lit)
+		if n != want.n || class != want.class {
+			t.Errorf("%s: %d %d, want %d %d", lit, n, class, want.n, want.class)
+		}
+	}
+}
+
+func TestEnumRefusalListsTheAllowedValues(t *testing.T) {
+	t.Parallel()
+	s := Object(Required("mode", Enum("inCluster", "kubeconfig")), Optional("none", Nullable(&Schema{Type: TypeString, Enum: []string{}})))
+	s.Prepare()
+	v := &Validation{}
+	s.Validate(v, map[string]any{"mode": "token", "none": "x"}, "")
+	want := []problem.Detail{
+		{Path: "/mode", Code: problem.DetailInvalidValue, Message: "Must be one of: inCluster, kubeconfig."},
+		{Path: "/none", Code: problem.DetailInvalidValue, Message: "No value is accepted."},
+	}
+	if len(v.Details) != len(want) || v.Details[0] != want[0] || v.Details[1] != want[1] {
+		t.Fatalf("details = %v, want %v", v.Details, want)
+	}
+}
