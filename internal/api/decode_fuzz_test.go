@@ -97,6 +97,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"subjectKind":"identity","subjectId":"p","roleId":"r","resourceKind":"secret","resourceId":"s","runtimeRole":" x"}`,
 		`{"name":"\u2028"}`, `{"name":"\ud83d\ude00"}`, `{"name":"\ud800"}`, `{"a":{"a":{"a":[[[[1]]]]}}}`,
 		`{"name":"a","name":"b"}`, `{"name":"x"} trailing`, "\xff", `{"github":{"subject":"1"}}`,
+		// Extreme exponents once panicked the integer reader (issue 14).
+		`{"expiresIn":1e9223372036854775807}`, `{"expiresIn":1e-9223372036854775808}`, `{"expiresIn":1.5e-9223372036854775808}`,
+		`{"subjectKind":"identity","subjectId":"a\u0000b","roleId":"r","resourceKind":"namespace","resourceId":"n"}`,
 	}
 	for i := range routes {
 		for _, s := range seeds {

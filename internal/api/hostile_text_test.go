@@ -28,6 +28,16 @@ func TestHostileTextIsAClientError(t *testing.T) {
 	if r := e.admin("POST", "/api/auth/service-keys", map[string]any{"servicePrincipalId": "spn\x00", "name": "ci"}); r.status != 400 || !r.hasDetail("/servicePrincipalId", "INVALID_FORMAT") {
 		t.Errorf("service key for a NUL id: %d %s", r.status, r.raw)
 	}
+	// Exponents at the edge of int64 once panicked the integer reader (500). A huge integer is out
+	// of range (INVALID_VALUE); a tiny one is not an integer at all, INVALID_TYPE as for 1.5.
+	for lit, code := range map[string]string{"1e9223372036854775807": "INVALID_VALUE",
+		"1e-9223372036854775808": "INVALID_TYPE", "1.5e-9223372036854775808": "INVALID_TYPE"} {
+		r := e.do(req{method: "POST", path: "/api/auth/service-keys", key: e.adminKey,
+			raw: []byte(`{"servicePrincipalId":"` + sp + `","name":"ci","expiresIn":` + lit + `}`)})
+		if r.status != 400 || !r.hasDetail("/expiresIn", code) {
+			t.Errorf("expiresIn %s: %d %s", lit, r.status, r.raw)
+		}
+	}
 	for _, p := range []string{base + "/iam/roles/%c0%ae", base + "/iam/roles/%00", base + "/iam/access-bindings/%ff%fe",
 		base + "/iam/service-principals/a%00b", "/namespaces/%c0%ae"} {
 		if r := e.admin("GET", p, nil); r.status != 404 || r.errCode() != "NOT_FOUND" {

@@ -308,6 +308,16 @@ func IntegerLiteral(lit string) (int64, IntegerClass) {
 			}
 			return 0, HugeInteger
 		}
+		// Beyond these bounds the answer is known without the arithmetic, which could overflow:
+		// a non-zero digit string times 10^k is an integer beyond int64 for k > len+19, and a
+		// fraction for k < -len (the literal cannot hold that many trailing zeros).
+		bound := int64(len(lit)) + 20
+		switch {
+		case e > bound:
+			return 0, HugeInteger
+		case e < -bound:
+			return 0, NotInteger
+		}
 		k = e
 	}
 	k -= int64(len(fracPart))

@@ -18,6 +18,11 @@ func TestIntegerValue(t *testing.T) {
 		"1e999999999999999999999": {0, HugeInteger}, "1e-999999999999999999999": {0, NotInteger},
 		"0e999999999999999999999": {0, IsInteger}, "0.000": {0, IsInteger}, "-12.30e1": {-123, IsInteger},
 		"100000000000000000000e-2": {1000000000000000000, IsInteger},
+		// Exponents at the edge of int64 (the probe's panics): no overflow, no huge allocation.
+		"1e9223372036854775807": {0, HugeInteger}, "1e-9223372036854775808": {0, NotInteger},
+		"1.5e-9223372036854775808": {0, NotInteger}, "-1e9223372036854775807": {0, HugeInteger},
+		"1.5e9223372036854775807": {0, HugeInteger}, "10e-9223372036854775807": {0, NotInteger},
+		"1e25": {0, HugeInteger}, "1000e-3": {1, IsInteger},
 	} {
 		n, class := IntegerLiteral(lit)
 		if n != want.n || class != want.class {
