@@ -18,11 +18,23 @@ import (
 	"github.com/openclaw/occ/internal/cli"
 	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
+	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
-// startAPIProcess runs `occ api` in-process with env plus the listen address, and returns its base
-// URL; the server stops when the test ends.
-func startAPIProcess(t *testing.T, env map[string]string) string {
+// apiProcess is `occ api` running in-process for a test.
+type apiProcess struct {
+	URL    string
+	stdout *lineWatcher
+	stderr *bytes.Buffer
+	cancel context.CancelFunc
+	done   chan int
+	code   int
+	exited bool
+}
+
+// startAPI runs `occ api` in-process with env plus the listen address and waits until it listens;
+// it stops when the test ends, if Stop was not called first.
+func startAPI(t *testing.T, env map[string]string) *apiProcess {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,25 +43,44 @@ func startAPIProcess(t *testing.T, env map[string]string) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	env["OCC_HOST"], env["OCC_PORT"] = "127.0.0.1", fmt.Sprint(port)
-	stdout := &lineWatcher{want: `"event":"listening"`, seen: make(chan struct{})}
-	var stderr bytes.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
+	p := &apiProcess{URL: fmt.Sprintf("http://127.0.0.1:%d", port), stdout: &lineWatcher{want: `"event":"listening"`, seen: make(chan struct{})},
+		stderr: &bytes.Buffer{}, done: make(chan int, 1)}
+	var ctx context.Context
+	ctx, p.cancel = context.WithCancel(context.Background())
 	go func() {
-		done <- cli.Execute(ctx, cli.Env{Lookup: settings.MapLookup(env), Stdout: stdout, Stderr: &stderr, Version: "test"}, []string{"api"})
+		p.done <- cli.Execute(ctx, cli.Env{Lookup: settings.MapLookup(env), Stdout: p.stdout, Stderr: p.stderr, Version: "test"}, []string{"api"})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	t.Cleanup(func() { p.Stop(t) })
 	select {
-	case <-stdout.seen:
-	case code := <-done:
-		t.Fatalf("occ api exited %d: %s", code, stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("occ api did not listen: %s %s", stdout.String(), stderr.String())
+	case <-p.stdout.seen:
+	case code := <-p.done:
+		t.Fatalf("occ api exited %d: %s", code, p.stderr.String())
+	case <-time.After(wait.Long):
+		t.Fatalf("occ api did not listen: %s %s", p.stdout.String(), p.stderr.String())
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+	return p
+}
+
+// Stop cancels the process and returns its exit code.
+func (p *apiProcess) Stop(t *testing.T) int {
+	t.Helper()
+	if p.exited {
+		return p.code
+	}
+	p.cancel()
+	select {
+	case p.code = <-p.done:
+		p.exited = true
+	case <-time.After(wait.Long):
+		t.Fatal("occ api did not stop")
+	}
+	return p.code
+}
+
+// startAPIProcess runs `occ api` as startAPI does and returns its base URL.
+func startAPIProcess(t *testing.T, env map[string]string) string {
+	t.Helper()
+	return startAPI(t, env).URL
 }
 
 func call(t *testing.T, base, key, method, path string, body any) (int, map[string]any) {

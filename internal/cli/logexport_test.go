@@ -1,18 +1,12 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/openclaw/occ/internal/cli"
-	"github.com/openclaw/occ/internal/settings"
 	"github.com/openclaw/occ/internal/testkit/otelcoltest"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 	"github.com/openclaw/occ/internal/testkit/wait"
@@ -85,47 +79,20 @@ func TestAPIExportsLogsToTheCollector(t *testing.T) {
 	if r := run(bootstrapEnv(db, keyFile), "bootstrap"); r.code != 0 {
 		t.Fatalf("bootstrap: %+v", r)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-
-	stdout := &lineWatcher{want: `"event":"listening"`, seen: make(chan struct{})}
-	var stderr bytes.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Execute(ctx, cli.Env{Lookup: settings.MapLookup(map[string]string{
-			"NODE_ENV": "development", "OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port), "OCC_DATABASE_URL": db.AppURL,
-			"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": collector.Endpoint, "OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=api-test",
-		}), Stdout: stdout, Stderr: &stderr, Version: "test"}, []string{"api"})
-	}()
-	select {
-	case <-stdout.seen:
-	case code := <-done:
-		t.Fatalf("occ api exited %d: %s", code, stderr.String())
-	case <-time.After(wait.Long):
-		t.Fatalf("occ api did not listen: %s %s", stdout.String(), stderr.String())
-	}
-	res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/no-such-route", port))
+	api := startAPI(t, map[string]string{
+		"NODE_ENV": "development", "OCC_DATABASE_URL": db.AppURL,
+		"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": collector.Endpoint, "OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=api-test",
+	})
+	res, err := http.Get(api.URL + "/no-such-route")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 || stderr.Len() != 0 {
-			t.Fatalf("exit %d: %s", code, stderr.String())
-		}
-	case <-time.After(wait.Long):
-		t.Fatal("occ api did not stop")
+	if code := api.Stop(t); code != 0 || api.stderr.Len() != 0 {
+		t.Fatalf("exit %d: %s", code, api.stderr.String())
 	}
-	if !strings.Contains(stdout.String(), `"route":"unmatched"`) {
-		t.Fatalf("stdout lacks the http.completed route: %s", stdout.String())
+	if !strings.Contains(api.stdout.String(), `"route":"unmatched"`) {
+		t.Fatalf("stdout lacks the http.completed route: %s", api.stdout.String())
 	}
 
 	// Everything was flushed before occ api returned: the records are in the Collector already or
