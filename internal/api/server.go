@@ -417,15 +417,15 @@ func (s *Server) classify(c *call, err error) *platform.Error {
 	return pe
 }
 
-// errorClass names a failure without its text: a PostgreSQL SQLSTATE, or a coarse kind.
+// errorClass names a failure without its text: the code PostgreSQL reported, or a coarse kind.
 func errorClass(err error) string {
 	if err == nil {
 		return ""
 	}
-	code, reported := store.ServerErrorCode(err)
+	class, reported := store.ServerErrorClass(err)
 	switch {
 	case reported:
-		return "SQLSTATE_" + code
+		return class
 	case errors.Is(err, context.DeadlineExceeded):
 		return "TIMEOUT"
 	case errors.Is(err, context.Canceled):

@@ -119,6 +119,15 @@ func ServerErrorCode(err error) (code string, ok bool) {
 	return "", false
 }
 
+// ServerErrorClass is the log class of an error PostgreSQL reported, SQLSTATE_<code> (a field
+// that must not carry error text); ok is false for any other error.
+func ServerErrorClass(err error) (class string, ok bool) {
+	if code, ok := ServerErrorCode(err); ok {
+		return "SQLSTATE_" + code, true
+	}
+	return "", false
+}
+
 // ServerRefused reports whether PostgreSQL answered with an error, as opposed to not being reached
 // or not answering.
 func ServerRefused(err error) bool {

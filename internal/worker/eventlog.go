@@ -304,8 +304,8 @@ func (l *eventLog) published(a *activeClaim, sentAt time.Time, err error) {
 	l.write(e)
 }
 
-// errorClass names an error without its message: the SQLSTATE of a PostgreSQL error, a context
-// error, or the driver's class.
+// errorClass names an error without its message: the code PostgreSQL reported, a context error,
+// or the driver's class.
 func errorClass(err error) string {
 	code, reported := store.ServerErrorCode(err)
 	switch {
