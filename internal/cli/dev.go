@@ -118,6 +118,10 @@ func (d *devRun) fail(format string, args ...any) error {
 	return exitError{Code: 1}
 }
 
+// runDev is `occ dev` from start to Ctrl-C: state directory, PostgreSQL, migrations, bootstrap,
+// Compute selection, then the API and worker processes. Its complexity (43) is one early exit per
+// step; the steps run in a fixed order over one devRun and print as they go, so they read best as
+// one sequence rather than split across helpers that would each return to it.
 func runDev(ctx context.Context, env Env, o devOptions) error {
 	d := &devRun{ctx: ctx, env: env, o: o, out: devstack.NewOutput(env.Stdout), errOut: devstack.NewOutput(env.Stderr)}
 	if o.port < 1 || o.port > 65535 {
