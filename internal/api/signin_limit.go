@@ -24,8 +24,8 @@ const (
 	signInAttemptTTL = 2 * time.Minute
 )
 
-// signInLanes are the budgets one attempt spends, most specific first.
-func signInLanes(email, client string) []store.SignInLane {
+// signInBudget is what one attempt spends: the client's lane for the email, and the email's lane.
+func signInBudget(email, client string) store.SignInBudget {
 	key := func(parts ...string) []byte {
 		h := sha256.New()
 		for _, p := range parts {
@@ -34,54 +34,45 @@ func signInLanes(email, client string) []store.SignInLane {
 		}
 		return h.Sum(nil)
 	}
-	return []store.SignInLane{
-		{KeyHash: key("sign-in.client", email, client), Window: signInWindow, AttemptTTL: signInAttemptTTL, Budget: signInClientFailures},
-		{KeyHash: key("sign-in.email", email), Window: signInWindow, AttemptTTL: signInAttemptTTL, Budget: signInEmailFailures},
-	}
+	return store.SignInBudget{Window: signInWindow, AttemptTTL: signInAttemptTTL, Lanes: []store.SignInLane{
+		{KeyHash: key("sign-in.client", email, client), Budget: signInClientFailures},
+		{KeyHash: key("sign-in.email", email), Budget: signInEmailFailures},
+	}}
 }
 
-// signInAttempt is one admitted attempt on every lane; end it exactly once.
+// signInAttempt is one admitted attempt; end it exactly once.
 type signInAttempt struct {
-	s     *Server
-	lanes []store.SignInLane
-	at    time.Time
+	s      *Server
+	budget store.SignInBudget
+	at     time.Time
 }
 
 // acquireSignIn admits an attempt on every lane of email and client, or answers how long until
 // one may be admitted (at least a second).
 func (s *Server) acquireSignIn(ctx context.Context, email, client string) (*signInAttempt, time.Duration, error) {
-	a := &signInAttempt{s: s, at: s.now()}
-	for _, lane := range signInLanes(email, client) {
-		ok, retryAt, err := store.AcquireSignInLane(ctx, s.pool, lane, a.at)
-		if err != nil {
-			a.end(ctx, store.SignInReleased)
-			return nil, 0, platform.Unavailable(err)
+	a := &signInAttempt{s: s, budget: signInBudget(email, client), at: s.now()}
+	ok, retryAt, err := store.AcquireSignInLanes(ctx, s.pool, a.budget, a.at)
+	if err != nil {
+		return nil, 0, platform.Unavailable(err)
+	}
+	if !ok {
+		wait := time.Second
+		if !retryAt.IsZero() {
+			wait = retryAt.Sub(a.at)
 		}
-		if !ok {
-			a.end(ctx, store.SignInReleased)
-			wait := time.Second
-			if !retryAt.IsZero() {
-				wait = retryAt.Sub(a.at)
-			}
-			return nil, roundUpSecond(wait), nil
-		}
-		a.lanes = append(a.lanes, lane)
+		return nil, roundUpSecond(wait), nil
 	}
 	return a, 0, nil
 }
 
-// end ends the attempt on every lane it was admitted to. It runs even when the request's context
-// is done: an attempt left open would hold budget until its time to live.
+// end ends the attempt on every lane. It runs even when the request's context is done: an
+// attempt left open would hold budget until its time to live.
 func (a *signInAttempt) end(ctx context.Context, outcome store.SignInOutcome) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	now := a.s.now()
-	for _, lane := range a.lanes {
-		if err := store.EndSignInAttempt(ctx, a.s.pool, lane, a.at, now, outcome); err != nil {
-			a.s.log.Warn("authentication.sign-in-limit-warning", "code", platform.CodeDependencyUnavailable)
-		}
+	if err := store.EndSignInAttempt(ctx, a.s.pool, a.budget, a.at, a.s.now(), outcome); err != nil {
+		a.s.log.Warn("authentication.sign-in-limit-warning", "code", platform.CodeDependencyUnavailable)
 	}
-	a.lanes = nil
 }
 
 func roundUpSecond(d time.Duration) time.Duration {

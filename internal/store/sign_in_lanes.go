@@ -5,12 +5,26 @@ import (
 	"time"
 )
 
-// SignInLane names one password sign-in budget: the SHA-256 of what it limits, and its rule.
+// SignInLane is one password sign-in budget: the SHA-256 of what it limits and how many failures
+// in the window plus attempts in flight it allows.
 type SignInLane struct {
-	KeyHash    []byte
-	Window     time.Duration // a failure counts against the budget this long
+	KeyHash []byte
+	Budget  int
+}
+
+// SignInBudget is the lanes one attempt spends, all or none, under one rule of time.
+type SignInBudget struct {
+	Lanes      []SignInLane
+	Window     time.Duration // a failure counts against the budgets this long
 	AttemptTTL time.Duration // an attempt in flight counts this long at most (its replica may have died)
-	Budget     int           // failures in the window plus attempts in flight
+}
+
+func (b SignInBudget) keys() [][]byte {
+	keys := make([][]byte, len(b.Lanes))
+	for i, l := range b.Lanes {
+		keys[i] = l.KeyHash
+	}
+	return keys
 }
 
 // SignInOutcome ends an admitted attempt.
@@ -18,25 +32,30 @@ type SignInOutcome string
 
 // Sign-in outcomes.
 const (
-	SignInFailed    SignInOutcome = "failed"    // spends the budget for a window
-	SignInSucceeded SignInOutcome = "succeeded" // clears the lane's failures
+	SignInFailed    SignInOutcome = "failed"    // spends the budgets for a window
+	SignInSucceeded SignInOutcome = "succeeded" // clears the lanes' failures
 	SignInReleased  SignInOutcome = "released"  // neither: only ends the attempt
 )
 
-// AcquireSignInLane admits one attempt at now when the lane's budget allows. When it does not,
-// retryAt is when its oldest failure leaves the window (zero when only attempts in flight fill it).
-func AcquireSignInLane(ctx context.Context, db DBTX, lane SignInLane, now time.Time) (admitted bool, retryAt time.Time, err error) {
+// AcquireSignInLanes admits one attempt at now on every lane, or on none when any lane's budget
+// is spent. When refused, retryAt is when the refusing lanes' oldest failures have left the window
+// (zero when only attempts in flight fill them). One statement, whatever the number of lanes.
+func AcquireSignInLanes(ctx context.Context, db DBTX, b SignInBudget, now time.Time) (admitted bool, retryAt time.Time, err error) {
+	budgets := make([]int32, len(b.Lanes))
+	for i, l := range b.Lanes {
+		budgets[i] = int32(l.Budget)
+	}
 	var at *time.Time
-	err = db.QueryRow(ctx, `SELECT admitted, retry_at FROM occ.acquire_sign_in_lane($1, $2, $3, $4, $5)`,
-		lane.KeyHash, now, lane.Window, lane.AttemptTTL, lane.Budget).Scan(&admitted, &at)
+	err = db.QueryRow(ctx, `SELECT admitted, retry_at FROM occ.acquire_sign_in_lanes($1, $2, $3, $4, $5)`,
+		b.keys(), budgets, now, b.Window, b.AttemptTTL).Scan(&admitted, &at)
 	if at != nil {
 		retryAt = *at
 	}
 	return admitted, retryAt, err
 }
 
-// EndSignInAttempt ends the attempt admitted at attempt (AcquireSignInLane's now).
-func EndSignInAttempt(ctx context.Context, db DBTX, lane SignInLane, attempt, now time.Time, outcome SignInOutcome) error {
-	_, err := db.Exec(ctx, `SELECT occ.end_sign_in_attempt($1, $2, $3, $4)`, lane.KeyHash, attempt, now, string(outcome))
+// EndSignInAttempt ends, on every lane, the attempt admitted at attempt (AcquireSignInLanes' now).
+func EndSignInAttempt(ctx context.Context, db DBTX, b SignInBudget, attempt, now time.Time, outcome SignInOutcome) error {
+	_, err := db.Exec(ctx, `SELECT occ.end_sign_in_attempt($1, $2, $3, $4)`, b.keys(), attempt, now, string(outcome))
 	return err
 }

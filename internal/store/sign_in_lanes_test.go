@@ -12,7 +12,11 @@ import (
 
 func lane(name string, budget int) store.SignInLane {
 	h := sha256.Sum256([]byte(name))
-	return store.SignInLane{KeyHash: h[:], Window: time.Minute, AttemptTTL: 2 * time.Minute, Budget: budget}
+	return store.SignInLane{KeyHash: h[:], Budget: budget}
+}
+
+func budget(lanes ...store.SignInLane) store.SignInBudget {
+	return store.SignInBudget{Lanes: lanes, Window: time.Minute, AttemptTTL: 2 * time.Minute}
 }
 
 // TestSignInLanes: failures inside the window and attempts in flight count against the budget; a
@@ -23,10 +27,10 @@ func TestSignInLanes(t *testing.T) {
 	ctx := context.Background()
 	app := pgtest.New(t).App(t)
 	t0 := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	l := lane("budget", 3)
+	l := budget(lane("budget", 3))
 	acquire := func(at time.Time) (bool, time.Time) {
 		t.Helper()
-		ok, retry, err := store.AcquireSignInLane(ctx, app, l, at)
+		ok, retry, err := store.AcquireSignInLanes(ctx, app, l, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,30 +78,33 @@ func TestSignInLanes(t *testing.T) {
 		t.Fatal("dead attempts still counted after their time to live")
 	}
 	// Another lane is independent.
-	if ok, _, err := store.AcquireSignInLane(ctx, app, lane("other", 1), t0); err != nil || !ok {
+	if ok, _, err := store.AcquireSignInLanes(ctx, app, budget(lane("other", 1)), t0); err != nil || !ok {
 		t.Fatalf("another lane: %v %v", ok, err)
+	}
+	// Several lanes are spent all or none: "other" is full, so "wide" is not spent either.
+	if ok, _, err := store.AcquireSignInLanes(ctx, app, budget(lane("wide", 1), lane("other", 1)), t0); err != nil || ok {
+		t.Fatalf("a full lane among several: admitted %v, %v", ok, err)
+	}
+	if ok, _, err := store.AcquireSignInLanes(ctx, app, budget(lane("wide", 1)), t0); err != nil || !ok {
+		t.Fatalf("a refused attempt spent another lane: %v %v", ok, err)
 	}
 }
 
 // BenchmarkSignInLanes is what the budgets cost a password sign-in: acquire and end on the two
-// lanes the API spends (compare with auth's BenchmarkVerifyPassword, the hash every sign-in runs).
+// lanes the API spends, one statement each (compare with auth's BenchmarkVerifyPassword, the hash every sign-in runs).
 func BenchmarkSignInLanes(b *testing.B) {
 	ctx := context.Background()
 	app := pgtest.New(b).App(b)
-	lanes := []store.SignInLane{lane("client", 10), lane("email", 100)}
+	lanes := budget(lane("client", 10), lane("email", 100))
 	now := time.Now()
 	b.ResetTimer()
 	for i := range b.N {
 		at := now.Add(time.Duration(i) * time.Microsecond)
-		for _, l := range lanes {
-			if _, _, err := store.AcquireSignInLane(ctx, app, l, at); err != nil {
-				b.Fatal(err)
-			}
+		if _, _, err := store.AcquireSignInLanes(ctx, app, lanes, at); err != nil {
+			b.Fatal(err)
 		}
-		for _, l := range lanes {
-			if err := store.EndSignInAttempt(ctx, app, l, at, at, store.SignInSucceeded); err != nil {
-				b.Fatal(err)
-			}
+		if err := store.EndSignInAttempt(ctx, app, lanes, at, at, store.SignInSucceeded); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -61,5 +61,5 @@ GRANT EXECUTE ON FUNCTION occ.is_prefixed_id(text, text), occ.is_valid_name(text
 GRANT EXECUTE ON FUNCTION occ.finalize_agent_deletion(text, text, text, uuid),
   occ.retry_failed_agent_deletion(text, text, text, text),
   occ.retry_failed_namespace_deletion(text, text, text) TO {{app_role}};
-GRANT EXECUTE ON FUNCTION occ.acquire_sign_in_lane(bytea, timestamptz, interval, interval, integer),
-  occ.end_sign_in_attempt(bytea, timestamptz, timestamptz, text) TO {{app_role}};
+GRANT EXECUTE ON FUNCTION occ.acquire_sign_in_lanes(bytea[], integer[], timestamptz, interval, interval),
+  occ.end_sign_in_attempt(bytea[], timestamptz, timestamptz, text) TO {{app_role}};
