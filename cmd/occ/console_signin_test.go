@@ -250,16 +250,7 @@ func TestConsoleSignInCLILogin(t *testing.T) {
 	b.waitFor("approved", hasText(".cli-decision", "Approved."))
 
 	waitDone(t, login, "occ login")
-	if login.exitCode() != 0 || !strings.Contains(login.stdout.String(), "Signed in as pat@example.com") {
-		t.Fatalf("occ login: %s %s", login.stdout.String(), login.stderr.String())
-	}
-	files, _ := filepath.Glob(filepath.Join(home, "occ", "sessions", "*.json"))
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	if info, err := os.Stat(files[0]); err != nil || info.Mode().Perm() != 0o600 {
-		t.Fatalf("session file mode %v %v", info.Mode(), err)
-	}
+	loginStoredSession(t, login, home, "pat@example.com")
 	status := run(t, cliEnv, "auth", "status")
 	if status.exitCode() != 0 || !strings.Contains(status.stdout.String(), "pat@example.com") || !strings.Contains(status.stdout.String(), "CLI session") {
 		t.Fatalf("auth status: %s %s", status.stdout.String(), status.stderr.String())

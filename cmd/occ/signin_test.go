@@ -117,17 +117,8 @@ func TestSignInAcrossTwoAPIs(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("occ login did not finish: %s %s", login.stdout.String(), login.stderr.String())
 	}
-	if login.exitCode() != 0 || !strings.Contains(login.stdout.String(), "Signed in as pat@example.com") {
-		t.Fatalf("occ login: %s %s", login.stdout.String(), login.stderr.String())
-	}
-	files, _ := filepath.Glob(filepath.Join(home, "occ", "sessions", "*.json"))
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	if info, err := os.Stat(files[0]); err != nil || info.Mode().Perm() != 0o600 {
-		t.Fatalf("session file mode %v %v", info.Mode(), err)
-	}
-	if info, err := os.Stat(filepath.Dir(files[0])); err != nil || info.Mode().Perm() != 0o700 {
+	sessionFile := loginStoredSession(t, login, home, "pat@example.com")
+	if info, err := os.Stat(filepath.Dir(sessionFile)); err != nil || info.Mode().Perm() != 0o700 {
 		t.Fatalf("session directory mode %v %v", info.Mode(), err)
 	}
 	hosts := map[string]bool{}
@@ -302,4 +293,21 @@ func merge(maps ...map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// loginStoredSession checks that a finished `occ login` signed in as email and stored exactly one
+// session file under the config directory home, readable by its owner only; it returns its path.
+func loginStoredSession(t *testing.T, login *process, home, email string) string {
+	t.Helper()
+	if login.exitCode() != 0 || !strings.Contains(login.stdout.String(), "Signed in as "+email) {
+		t.Fatalf("occ login: %s %s", login.stdout.String(), login.stderr.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(home, "occ", "sessions", "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	if info, err := os.Stat(files[0]); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("session file mode %v %v", info.Mode(), err)
+	}
+	return files[0]
 }
