@@ -141,15 +141,8 @@ func (s *Server) deleteRole(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	n, err := store.RoleBindingCount(ctx, c.tx, role.ID)
-	if err != nil {
-		return platform.Unavailable(err)
-	}
-	if n > 0 {
-		return platform.Conflict("The Role is referenced by an AccessBinding; delete the bindings first.")
-	}
-	// Concurrent deletes of one Role all read it; only the one whose DELETE removed the row
-	// succeeds. A binding created meanwhile makes the DELETE refuse, as the count above would.
+	// A binding that references the Role, committed or created meanwhile, makes the DELETE refuse
+	// (the foreign key). Of concurrent deletes, only the one whose DELETE removed the row succeeds.
 	deleted, err := store.DeleteRole(ctx, c.tx, role.ID)
 	if store.RefusedBy(err, store.ConstraintBindingRole) {
 		return platform.Conflict("The Role is referenced by an AccessBinding; delete the bindings first.")

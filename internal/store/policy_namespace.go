@@ -74,15 +74,8 @@ func InsertNamespaceRole(ctx context.Context, db DBTX, role IAMRole) (time.Time,
 	return created, err
 }
 
-// RoleBindingCount counts the bindings that reference a Role.
-func RoleBindingCount(ctx context.Context, db DBTX, roleID string) (int, error) {
-	var n int
-	err := db.QueryRow(ctx, `SELECT count(*) FROM occ.iam_access_bindings WHERE role_id = $1`, roleID).Scan(&n)
-	return n, err
-}
-
 // DeleteRole removes a Role (its permissions cascade); false when it did not exist.
-// A binding created concurrently refuses the deletion: RefusedBy ConstraintBindingRole.
+// A binding that references the Role refuses the deletion: RefusedBy ConstraintBindingRole.
 func DeleteRole(ctx context.Context, db DBTX, id string) (bool, error) {
 	tag, err := db.Exec(ctx, `DELETE FROM occ.iam_roles WHERE id = $1`, id)
 	return tag.RowsAffected() == 1, classify(err)
