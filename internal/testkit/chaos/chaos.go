@@ -468,16 +468,18 @@ func (c *checker) attempts() {
 // same work, a stale token published.
 func (c *checker) exclusion() {
 	for lane, list := range c.byLane {
-		for i, a := range list {
-			start := *a.claim.ClaimedAt
-			for _, b := range list[i+1:] {
-				if !b.claim.ClaimedAt.After(start) {
-					continue
+		for i := range list {
+			for j := i + 1; j < len(list); j++ {
+				// A claim's claimedAt is the database clock when its row was formed; the claim may
+				// have taken effect later (the statement can wait on the unique lane index for a
+				// transaction that is releasing the lane). It certainly had taken effect when its
+				// worker logged it (same machine clock), so that time orders the pair: a is the
+				// claim logged first, and only its confirmations after b was logged are overlaps.
+				a, b := list[i], list[j]
+				if b.claim.At.Before(a.claim.At) {
+					a, b = b, a
 				}
-				// b's claimedAt is the database clock when its row was formed; the claim may have
-				// taken effect later (the statement can wait on the unique lane index for a
-				// transaction that is releasing the lane). It certainly had taken effect when b's
-				// worker logged it (same machine clock), so that is the time compared.
+				start := *a.claim.ClaimedAt
 				bt := b.claim.At
 				var last *hold // a's latest confirmation after b's claim
 				for j := range a.holds {

@@ -234,6 +234,22 @@ func TestClaimThatWaitedOnTheLaneIndexIsNoOverlap(t *testing.T) {
 	}
 }
 
+func TestClaimFormedBeforeTheHolderButLoggedAfterItsReleaseIsNoOverlap(t *testing.T) {
+	// t5's row was formed (claimedAt 6400) before t4's claim (6500); its statement waited on the
+	// unique lane index through t4's whole hold and returned after t4's release (7201). t5's
+	// later publish is not a second owner: t5 took effect after t4 had let the lane go.
+	b, h, s := healthy()
+	stop := "agent:agt_a:reconcile:stopped:s1"
+	b.claim("w1b", 103, stop, agentA, "t5", 1, 6400)
+	b.events[len(b.events)-1].At = at(7250)
+	b.publish("w1b", 103, stop, agentA, "t5", worker.ResultAccepted, "complete", "succeeded", 7400)
+	b.release("w1b", 103, stop, agentA, "t5", 7401)
+	s.Work = append(s.Work, WorkRow{Key: stop, AgentID: sp(agentA), State: "succeeded", AttemptCount: 1})
+	if err := check(b, h, s).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestTwoActiveRevisions(t *testing.T) {
 	// rev2 activates from "" although rev1 was active: two revisions believed active.
 	b, h, s := healthy()
