@@ -34,6 +34,10 @@ type Schema struct {
 
 	Properties []Property // objects, in document order
 	Open       bool       // objects: other members allowed, unchecked (free-form documents)
+	// UnknownMessage replaces the sentence of an unknown member of a closed object; Refused
+	// gives some unknown members a sentence of their own (upstream options not supported here).
+	UnknownMessage string
+	Refused        map[string]string
 	// Additional validates every member not in Properties (a map); KeyPattern and KeyMaxLength
 	// constrain its names, KeyRule checks each name further (not rendered), and MinMembers and
 	// MaxMembers bound its size (0 = unbounded).

@@ -241,7 +241,10 @@ func (s *Schema) validateObject(v *Validation, value any, path string) any {
 	}
 	out := make(map[string]any, len(obj))
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		if s.property(k) == nil {
+		if message, refused := s.Refused[k]; refused {
+			v.AddMessage(path+problem.JSONPointer(k), problem.DetailUnknownField, message)
+			out[k] = obj[k]
+		} else if s.property(k) == nil {
 			out[k] = s.validateMember(v, k, obj[k], path+problem.JSONPointer(k))
 		}
 	}
@@ -269,7 +272,11 @@ func (s *Schema) validateObject(v *Validation, value any, path string) any {
 // validateMember checks a member outside Properties: a map's entry, or an unknown member.
 func (s *Schema) validateMember(v *Validation, key string, value any, path string) any {
 	if s.Additional == nil {
-		if !s.Open {
+		switch {
+		case s.Open:
+		case s.UnknownMessage != "":
+			v.AddMessage(path, problem.DetailUnknownField, s.UnknownMessage)
+		default:
 			v.explained(path, problem.DetailUnknownField, sentenceUnknown)
 		}
 		return value
