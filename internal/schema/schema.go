@@ -228,3 +228,10 @@ func SafeInteger(lo, hi int64) *Schema {
 	s.SafeRange = true
 	return s
 }
+
+// Defaulted is s described, with the value used when the member is absent.
+func Defaulted(s *Schema, value any, description string) *Schema {
+	c := *s
+	c.Default, c.Description = value, description
+	return &c
+}

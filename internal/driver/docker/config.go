@@ -49,16 +49,10 @@ func Schema() driver.ObjectSchema {
 				Description: "Absolute path of the Docker Engine Unix socket. Default: DOCKER_HOST when it is unix://, else " + DefaultSocket + ".",
 				Rule:        checkSocketPath,
 			}),
-			schema.Optional("requestTimeoutMs", withDefault(schema.SafeInteger(100, 120_000),
+			schema.Optional("requestTimeoutMs", schema.Defaulted(schema.SafeInteger(100, 120_000),
 				int64(DefaultRequestTimeout/time.Millisecond), "Timeout of each Docker Engine request in milliseconds.")),
 		},
 	})
-}
-
-// withDefault is s documented with its default.
-func withDefault(s *schema.Schema, value any, description string) *schema.Schema {
-	s.Default, s.Description = value, description
-	return s
 }
 
 func checkSocketPath(v any) (string, string) {

@@ -106,7 +106,7 @@ func Schema() driver.ObjectSchema {
 					schema.Required("mode", schema.Enum(TokenModeProjected, TokenModeDisabled)),
 					schema.Optional("audience", &schema.Schema{Type: schema.TypeString, MaxBytes: 253, Rule: checkPrintable,
 						Description: "Audience of the projected token (required with projectedServiceAccountToken)."}),
-					schema.Optional("expirationSeconds", withDefault(schema.SafeInteger(600, 86400),
+					schema.Optional("expirationSeconds", schema.Defaulted(schema.SafeInteger(600, 86400),
 						int64(DefaultTokenExpirationSec), "Lifetime of the projected token.")),
 				},
 			}),
@@ -116,9 +116,9 @@ func Schema() driver.ObjectSchema {
 				schema.Optional("nodeSelector", labelMapSchema(0, "Node labels of the Harness and embedded gateway Pods.")),
 				schema.Optional("gatewayNodeSelector", labelMapSchema(0, "Node labels of dedicated gateway Pods.")),
 			)),
-			schema.Optional("requestTimeoutMs", withDefault(schema.SafeInteger(100, 120_000),
+			schema.Optional("requestTimeoutMs", schema.Defaulted(schema.SafeInteger(100, 120_000),
 				int64(DefaultRequestTimeout/time.Millisecond), "Timeout of each Kubernetes API request in milliseconds.")),
-			schema.Optional("podTerminationTimeoutMs", withDefault(schema.SafeInteger(1000, 600_000),
+			schema.Optional("podTerminationTimeoutMs", schema.Defaulted(schema.SafeInteger(1000, 600_000),
 				int64(DefaultPodTerminationTimeout/time.Millisecond), "How long a stop waits for a workload's Pods to terminate, in milliseconds.")),
 		},
 		ObjectRule: checkCompute,
@@ -158,12 +158,6 @@ func authenticationSchema() *schema.Schema {
 // object is a closed object of props with a description.
 func object(description string, props ...schema.Property) *schema.Schema {
 	return &schema.Schema{Type: schema.TypeObject, Description: description, Properties: props}
-}
-
-// withDefault is s documented with its default.
-func withDefault(s *schema.Schema, value any, description string) *schema.Schema {
-	s.Default, s.Description = value, description
-	return s
 }
 
 func withRule(s *schema.Schema, rule func(any) (string, string)) *schema.Schema {

@@ -43,14 +43,10 @@ type Config struct {
 // Schema is the closed configuration schema of the simulated driver.
 func Schema() driver.ObjectSchema {
 	ms := func(name, description string) schema.Property {
-		s := schema.SafeInteger(0, maxDelayMs)
-		s.Default, s.Description = 0, description
-		return schema.Optional(name, s)
+		return schema.Optional(name, schema.Defaulted(schema.SafeInteger(0, maxDelayMs), 0, description))
 	}
 	enum := func(def, description string, values ...string) *schema.Schema {
-		s := schema.Enum(values...)
-		s.Default, s.Description = def, description
-		return s
+		return schema.Defaulted(schema.Enum(values...), def, description)
 	}
 	return driver.NewObjectSchema(&schema.Schema{
 		Type:        schema.TypeObject,
