@@ -45,11 +45,12 @@ type concCase struct {
 	stored func(t *testing.T, applied int, answers []resp)
 }
 
-// concExempt are the mutating routes this test cannot exercise, with the reason.
+// concExempt are the mutating routes this test cannot exercise in its Installation, with the
+// reason and where they are covered instead.
 var concExempt = map[string]string{
-	"POST /api/auth/providers/github/result": "needs a sign-in completed through GitHub's redirect; the receipt is one-shot (TestGitHubSignIn)",
-	"POST /api/auth/providers/google/result": "needs a sign-in completed through Google's redirect; the receipt is one-shot (TestGoogleHostedDomains)",
-	"POST /api/auth/providers/oidc/result":   "needs a sign-in completed through the OpenID provider's redirect; the receipt is one-shot (TestOIDCSignIn)",
+	"POST /api/auth/providers/github/result": "needs a sign-in completed through the provider's redirect: TestConcurrentSignInResults",
+	"POST /api/auth/providers/google/result": "needs a sign-in completed through the provider's redirect: TestConcurrentSignInResults",
+	"POST /api/auth/providers/oidc/result":   "needs a sign-in completed through the provider's redirect: TestConcurrentSignInResults",
 }
 
 func mutating(method string) bool {
