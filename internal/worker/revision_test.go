@@ -449,7 +449,8 @@ func TestSecretsAreReauthorizedForActorAndAgentAndPassedByReference(t *testing.T
 		t.Fatalf("secret environment %+v", rc.SecretEnvironment)
 	}
 
-	// A bound Secret whose backend location is incomplete is unavailable.
+	// A bound Secret whose backend location is incomplete is unavailable. store never writes such a
+	// locator, so the damage is SQL.
 	h.exec(`UPDATE occ.secrets SET backend_uid = '' WHERE id = $1`, token)
 	broken := f.deploy(h.admin, spec)
 	if _, code := h.waitWork(platform.RevisionWorkKey(broken)); code != "SECRET_BINDING_UNAVAILABLE" {
