@@ -314,7 +314,9 @@ func (f fakeCompute) DeleteNamespace(context.Context, driver.Namespace) (driver.
 func (f fakeCompute) PrepareRevision(context.Context, driver.Revision, driver.RevisionContext) (driver.RevisionReadiness, error) {
 	return driver.RevisionReadiness{}, nil
 }
-func (f fakeCompute) StopRevision(context.Context, driver.Revision) error   { return nil }
+func (f fakeCompute) StopRevision(context.Context, driver.Revision, driver.StopOptions) error {
+	return nil
+}
 func (f fakeCompute) RetireRevision(context.Context, driver.Revision) error { return nil }
 
 type openSchema struct{ driver.ObjectSchema }

@@ -86,9 +86,9 @@ func (e *TransientDependencyError) ErrorCode() string { return e.Code }
 // StopYieldedError (upstream ComputeStopYieldedError) is returned by StopRevision when the stop is
 // in progress but not finished, for example Pods that are still terminating: routing is withdrawn
 // and termination was requested, but the driver ended its wait early. A driver returns it only when
-// the caller allows it (StopYieldAllowed), preferably when StopShouldYield says other work waits.
-// It is not a failure: the caller repeats the (idempotent) stop later. Reason is an optional fixed
-// sentence.
+// the caller allows it (StopOptions.Yield), preferably when StopOptions.ShouldYield says other work
+// waits. It is not a failure: the caller repeats the (idempotent) stop later. Reason is an optional
+// fixed sentence.
 type StopYieldedError struct {
 	Reason string
 }
