@@ -108,7 +108,7 @@ func TestChartRBACIsEnoughForTheDrivers(t *testing.T) {
 			t.Fatalf("activate: %v", err)
 		}
 	}
-	if err := compute.StopRevision(ctx, rev); err != nil {
+	if err := compute.StopRevision(ctx, rev, driver.StopOptions{}); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	if err := compute.RetireRevision(ctx, rev); err != nil {

@@ -444,6 +444,10 @@ func (s *Server) revokeOwnCLISession(ctx context.Context, c *call, account store
 	}
 	if !deleted && reason == "console" {
 		return platform.NotFound("The CLI session was not found.")
+	} else if !deleted {
+		// Concurrent logouts of one CLI session all admitted it; only the one that deleted it
+		// ended it, the others answer as for a session that is gone.
+		return platform.NewError(platform.CodeUnauthenticated, platform.MessageUnauthenticated)
 	}
 	c.respond(http.StatusOK, struct {
 		ID      string `json:"id"`
@@ -478,8 +482,8 @@ func (s *Server) getCurrentCLISession(_ context.Context, c *call) error {
 	return nil
 }
 
-// endCurrentCLISession is `occ logout`. A concurrent revoke may win; either way the session no
-// longer authenticates.
+// endCurrentCLISession is `occ logout`. A concurrent revoke or logout may win: the loser answers
+// 401 as for an ended session (occ logout treats that as signed out), and one event is audited.
 func (s *Server) endCurrentCLISession(ctx context.Context, c *call) error {
 	cs, err := s.cliCaller(c)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/api"
+	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
@@ -200,5 +201,84 @@ VALUES ('binding_race', $1, $2, $3, 'namespace', $1)`, ns, sp, role); err != nil
 	}
 	if r := <-answer; r.status != 409 || r.errCode() != "RESOURCE_CONFLICT" {
 		t.Fatalf("deleting a Role bound meanwhile: %d %s", r.status, r.raw)
+	}
+}
+
+// TestCLILogoutRacesRevoke: an occ logout admitted while a revoke of the same CLI session commits
+// answers 401, as for an ended session, and audits nothing: the revoke ended it. (It answered 200
+// without an event, so concurrent logouts had several winners.) The race is made deterministic by
+// holding the revoke's transaction open until the logout's deletion waits on its row lock.
+func TestCLILogoutRacesRevoke(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withCLISessions)
+	token, issued := e.cliLogin(e.adminCookie(), map[string]any{"clientLabel": "racer"})
+	id := issued["session"].(map[string]any)["id"].(string)
+	ctx := context.Background()
+	admin := pgtestAdmin(t, e)
+	tx, err := e.owner.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `DELETE FROM occ.cli_sessions WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	answer := make(chan resp, 1)
+	go func() { answer <- doHTTP(t, e.http.URL, cliReq(token, "DELETE", "/api/auth/cli-sessions/current")) }()
+	wait.Eventually(t, wait.Medium, "the logout's deletion waits on the held transaction's lock", func() bool {
+		var n int
+		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
+		return err == nil && n > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-answer; r.status != 401 || r.errCode() != "UNAUTHENTICATED" {
+		t.Fatalf("a logout that lost to a revoke: %d %s", r.status, r.raw)
+	}
+	if n := e.count(`SELECT count(*) FROM occ.audit_events WHERE action = $1 AND resource_id = $2`, api.ActionCLISessionsRevoke, id); n != 0 {
+		t.Fatalf("%d revoke events for a logout that ended nothing", n)
+	}
+}
+
+// TestRecoveryMoveRacesMove: a move of the recovery designation that waits for a concurrent move
+// answers 409 (the designation changed since it was read), not 404 "no recovery account": the
+// designation is locked alone before it is joined with its account. The race is made
+// deterministic by holding the other move's transaction open until the API's lock waits on it.
+func TestRecoveryMoveRacesMove(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withOfflineSignIn)
+	holder, next, other := e.newHuman("holder@example.com"), e.newHuman("next@example.com"), e.newHuman("other@example.com")
+	for _, id := range []identity{holder, next, other} {
+		e.grant(id.id, "", iam.KindInstallation, e.installationID, perm(iam.ActionAdminister, iam.KindInstallation))
+	}
+	e.exec(`UPDATE occ.recovery_accounts SET account_id = $1`, holder.account)
+	move := e.adminRequest("POST", "/api/auth/recovery", map[string]any{"userId": next.account,
+		"expectedCurrentUserId": holder.account, "expectedVersion": 1})
+	ctx := context.Background()
+	admin := pgtestAdmin(t, e)
+	tx, err := e.owner.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `UPDATE occ.recovery_accounts SET account_id = $1`, other.account); err != nil {
+		t.Fatal(err)
+	}
+	answer := make(chan resp, 1)
+	go func() { answer <- doHTTP(t, e.http.URL, move) }()
+	wait.Eventually(t, wait.Medium, "the API's read of the designation waits on the held transaction's lock", func() bool {
+		var n int
+		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
+		return err == nil && n > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-answer; r.status != 409 || r.errCode() != "RESOURCE_CONFLICT" {
+		t.Fatalf("a recovery move that waited for another: %d %s", r.status, r.raw)
+	}
+	if n := e.count(`SELECT count(*) FROM occ.recovery_accounts WHERE account_id = $1`, other.account); n != 1 {
+		t.Fatal("the designation is not the committed move's")
 	}
 }

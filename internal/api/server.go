@@ -274,19 +274,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.writeSuccess(sw, c)
 }
 
-func (s *Server) handle(ctx context.Context, c *call) error {
-	route, r := c.route, c.r
+// checkPathParams refuses, as a resource that does not exist, a path parameter its schema
+// refuses. Every path parameter is an identifier: bytes that are not UTF-8 (the schema's patterns
+// would read them as U+FFFD) name nothing.
+func checkPathParams(route *Route, params map[string]string) *platform.Error {
 	for name, param := range route.PathParams {
-		// Every path parameter is an identifier: bytes that are not UTF-8 (the schema's patterns
-		// would read them as U+FFFD) name nothing.
-		if !utf8.ValidString(c.params[name]) {
+		if !utf8.ValidString(params[name]) {
 			return platform.NotFound("The resource does not exist.")
 		}
 		v := &schema.Validation{}
-		param.Validate(v, c.params[name], "")
+		param.Validate(v, params[name], "")
 		if len(v.Details) > 0 {
 			return platform.NotFound("The resource does not exist.")
 		}
+	}
+	return nil
+}
+
+func (s *Server) handle(ctx context.Context, c *call) error {
+	route, r := c.route, c.r
+	if err := checkPathParams(route, c.params); err != nil {
+		return err
 	}
 	if err := s.checkNetwork(r); err != nil {
 		return err

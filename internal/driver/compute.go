@@ -214,10 +214,10 @@ type Compute interface {
 	// readiness. Ready false is pending.
 	PrepareRevision(ctx context.Context, rev Revision, rc RevisionContext) (RevisionReadiness, error)
 	// StopRevision removes inbound routing and stops execution; it keeps snapshots, runtime
-	// credentials and workspace data. Idempotent; a revision never started is a no-op. When ctx
-	// allows it (StopYieldAllowed), a stop still waiting for workloads to terminate may return
+	// credentials and workspace data. Idempotent; a revision never started is a no-op. When opts
+	// allows it (Yield), a stop still waiting for workloads to terminate may return
 	// *StopYieldedError instead of waiting; the caller repeats it later.
-	StopRevision(ctx context.Context, rev Revision) error
+	StopRevision(ctx context.Context, rev Revision, opts StopOptions) error
 	// RetireRevision revokes workload access and stops the workload, without removing a gateway
 	// that a replacement revision owns. Idempotent; a revision never started is a no-op.
 	RetireRevision(ctx context.Context, rev Revision) error
@@ -273,31 +273,21 @@ type ExclusiveReplacement interface {
 	RequiresStoppedPredecessors(rev Revision) bool
 }
 
-// stopYieldKey carries the yield hook of a yielding stop (WithStopYield).
-type stopYieldKey struct{}
-
-type stopYield struct {
-	should func(context.Context) bool
+// StopOptions are the caller's terms for one StopRevision. The zero value waits the termination
+// out.
+type StopOptions struct {
+	// Yield allows the stop to end its wait for terminating workloads early with
+	// *StopYieldedError; the caller repeats the stop later.
+	Yield bool
+	// OtherWorkWaiting, consulted only when Yield is set, reports whether other work waits now, so
+	// the stop should yield before its termination timeout. Nil means never.
+	OtherWorkWaiting func(context.Context) bool
 }
 
-// WithStopYield marks ctx for a yielding StopRevision: the driver may end its termination wait
-// early with *StopYieldedError. should reports whether other work is waiting (nil: never); drivers
-// consult it through StopShouldYield. Without this mark a stop waits the termination out.
-func WithStopYield(ctx context.Context, should func(context.Context) bool) context.Context {
-	return context.WithValue(ctx, stopYieldKey{}, stopYield{should: should})
-}
-
-// StopYieldAllowed reports whether the caller of StopRevision accepts a *StopYieldedError.
-func StopYieldAllowed(ctx context.Context) bool {
-	_, ok := ctx.Value(stopYieldKey{}).(stopYield)
-	return ok
-}
-
-// StopShouldYield reports whether a yielding stop should end its termination wait now: yields are
+// ShouldYield reports whether a yielding stop should end its termination wait now: yields are
 // allowed and the caller says other work is waiting.
-func StopShouldYield(ctx context.Context) bool {
-	y, ok := ctx.Value(stopYieldKey{}).(stopYield)
-	return ok && y.should != nil && y.should(ctx)
+func (o StopOptions) ShouldYield(ctx context.Context) bool {
+	return o.Yield && o.OtherWorkWaiting != nil && o.OtherWorkWaiting(ctx)
 }
 
 // Maintainer asks the worker to re-run prepare and activate for the active revision every

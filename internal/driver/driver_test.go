@@ -11,26 +11,25 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 )
 
 const secretish = "sk-proj-abcdefghijklmnopqrstuvwxyz"
 
 func testSchema() driver.ObjectSchema {
-	return driver.ObjectSchema{Properties: []driver.Property{
-		{Name: "name", Type: driver.TypeString, Required: true, MaxLength: 8, Pattern: `^[a-z]+$`},
-		{Name: "count", Type: driver.TypeInteger, Minimum: 1, Maximum: 10},
-		{Name: "mode", Type: driver.TypeString, Enum: []string{"a", "b"}},
-		{Name: "on", Type: driver.TypeBoolean},
-		{Name: "nested", Type: driver.TypeObject, Properties: []driver.Property{
-			{Name: "inner", Type: driver.TypeInteger, Minimum: 0, Maximum: 1, Required: true},
-		}},
-		{Name: "checked", Type: driver.TypeString, Check: func(v any) (string, string) {
+	return driver.NewObjectSchema(schema.Object(
+		schema.Required("name", &schema.Schema{Type: schema.TypeString, MaxBytes: 8, Pattern: `^[a-z]+$`}),
+		schema.Optional("count", schema.SafeInteger(1, 10)),
+		schema.Optional("mode", schema.Enum("a", "b")),
+		schema.Optional("on", schema.Boolean()),
+		schema.Optional("nested", schema.Object(schema.Required("inner", schema.SafeInteger(0, 1)))),
+		schema.Optional("checked", &schema.Schema{Type: schema.TypeString, Rule: func(v any) (string, string) {
 			if v.(string) != "ok" {
 				return problem.DetailInvalidValue, "Must be ok."
 			}
 			return "", ""
-		}},
-	}}
+		}}),
+	))
 }
 
 func TestObjectSchemaValidate(t *testing.T) {
@@ -315,7 +314,9 @@ func (f fakeCompute) DeleteNamespace(context.Context, driver.Namespace) (driver.
 func (f fakeCompute) PrepareRevision(context.Context, driver.Revision, driver.RevisionContext) (driver.RevisionReadiness, error) {
 	return driver.RevisionReadiness{}, nil
 }
-func (f fakeCompute) StopRevision(context.Context, driver.Revision) error   { return nil }
+func (f fakeCompute) StopRevision(context.Context, driver.Revision, driver.StopOptions) error {
+	return nil
+}
 func (f fakeCompute) RetireRevision(context.Context, driver.Revision) error { return nil }
 
 type openSchema struct{ driver.ObjectSchema }
@@ -387,46 +388,43 @@ func TestCapabilityHelpers(t *testing.T) {
 }
 
 func collectionSchema() driver.ObjectSchema {
-	return driver.ObjectSchema{
-		Properties: []driver.Property{
-			{Name: "list", Type: driver.TypeArray, MinItems: 1, MaxItems: 3, Items: &driver.Property{
-				Type: driver.TypeString, Pattern: `^[a-z]+$`,
-				Check: func(v any) (string, string) {
-					if v.(string) == "bad" {
-						return problem.DetailInvalidValue, "Must not be bad."
-					}
-					return "", ""
-				},
-			}},
-			{Name: "peers", Type: driver.TypeArray, Items: &driver.Property{Type: driver.TypeObject, Properties: []driver.Property{
-				{Name: "ns", Type: driver.TypeString, Required: true},
-			}}},
-			{Name: "labels", Type: driver.TypeStringMap, MinItems: 1, MaxItems: 2,
-				KeyCheck: func(k string) (string, string) {
-					if strings.HasPrefix(k, "-") {
-						return problem.DetailInvalidFormat, "Must be a label key."
-					}
-					return "", ""
-				},
-				Items: &driver.Property{Type: driver.TypeString, MaxLength: 4, TypeMessage: `Must be a string: write "4", not 4.`}},
-			{Name: "auth", Type: driver.TypeObject, Discriminator: "mode",
-				Variants: []driver.Variant{
-					{Value: "none"},
-					{Value: "file", Required: []string{"path"}, Optional: []string{"note"}},
-				},
-				Properties: []driver.Property{
-					{Name: "mode", Type: driver.TypeString, Required: true, Enum: []string{"none", "file"}},
-					{Name: "path", Type: driver.TypeString},
-					{Name: "note", Type: driver.TypeString},
-				}},
-		},
-		Check: func(cfg map[string]any) []problem.Detail {
-			if l, ok := cfg["list"].([]any); ok && len(l) == 3 {
-				return []problem.Detail{{Path: "/list", Code: problem.DetailInvalidValue, Message: "Cross-field rule."}}
-			}
-			return nil
-		},
+	root := schema.Object(
+		schema.Optional("list", &schema.Schema{Type: schema.TypeArray, MinItems: 1, MaxItems: 3, CountIsValue: true, Items: &schema.Schema{
+			Type: schema.TypeString, Pattern: `^[a-z]+$`,
+			Rule: func(v any) (string, string) {
+				if v.(string) == "bad" {
+					return problem.DetailInvalidValue, "Must not be bad."
+				}
+				return "", ""
+			},
+		}}),
+		schema.Optional("peers", schema.ArrayOf(schema.Object(schema.Required("ns", &schema.Schema{Type: schema.TypeString})), 0, 0)),
+		schema.Optional("labels", &schema.Schema{Type: schema.TypeObject, MinMembers: 1, MaxMembers: 2, CountIsValue: true,
+			KeyRule: func(k string) (string, string) {
+				if strings.HasPrefix(k, "-") {
+					return problem.DetailInvalidFormat, "Must be a label key."
+				}
+				return "", ""
+			},
+			Additional: &schema.Schema{Type: schema.TypeString, MaxBytes: 4, TypeMessage: `Must be a string: write "4", not 4.`}}),
+		schema.Optional("auth", &schema.Schema{Type: schema.TypeObject, Discriminator: "mode",
+			Variants: []schema.Variant{
+				{Value: "none"},
+				{Value: "file", Required: []string{"path"}, Optional: []string{"note"}},
+			},
+			Properties: []schema.Property{
+				schema.Required("mode", schema.Enum("none", "file")),
+				schema.Optional("path", &schema.Schema{Type: schema.TypeString}),
+				schema.Optional("note", &schema.Schema{Type: schema.TypeString}),
+			}}),
+	)
+	root.ObjectRule = func(cfg map[string]any) []problem.Detail {
+		if l, ok := cfg["list"].([]any); ok && len(l) == 3 {
+			return []problem.Detail{{Path: "/list", Code: problem.DetailInvalidValue, Message: "Cross-field rule."}}
+		}
+		return nil
 	}
+	return driver.NewObjectSchema(root)
 }
 
 func TestCollectionsAndVariants(t *testing.T) {

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -85,9 +86,9 @@ func (e *TransientDependencyError) ErrorCode() string { return e.Code }
 // StopYieldedError (upstream ComputeStopYieldedError) is returned by StopRevision when the stop is
 // in progress but not finished, for example Pods that are still terminating: routing is withdrawn
 // and termination was requested, but the driver ended its wait early. A driver returns it only when
-// the caller allows it (StopYieldAllowed), preferably when StopShouldYield says other work waits.
-// It is not a failure: the caller repeats the (idempotent) stop later. Reason is an optional fixed
-// sentence.
+// the caller allows it (StopOptions.Yield), preferably when StopOptions.ShouldYield says other work
+// waits. It is not a failure: the caller repeats the (idempotent) stop later. Reason is an optional
+// fixed sentence.
 type StopYieldedError struct {
 	Reason string
 }
@@ -328,4 +329,35 @@ func IsPermanent(err error) bool {
 // IsContextError reports whether err comes from a context that was cancelled or timed out.
 func IsContextError(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// ConfigurationError is a driver configuration that fails its schema or semantic validation.
+// Startup reports it as DRIVER_CONFIGURATION_INVALID with the details, whose paths are JSON
+// Pointers relative to the driver's configuration object ("" is the object itself); the startup
+// loader prefixes them with the selection's path.
+type ConfigurationError struct {
+	problem.Problem
+}
+
+// NewConfigurationError returns the refusal of details (at most problem.MaxDetails are kept).
+// Its message names the first detail and how many follow; it holds paths and fixed sentences,
+// never a submitted value.
+func NewConfigurationError(details ...problem.Detail) *ConfigurationError {
+	details = problem.Limit(details)
+	message := ""
+	if len(details) > 0 {
+		d := details[0]
+		message = d.Code + " at " + pointerOrRoot(d.Path) + ": " + d.Message
+		if n := len(details) - 1; n > 0 {
+			message += fmt.Sprintf(" (and %d more)", n)
+		}
+	}
+	return &ConfigurationError{Problem: problem.Problem{Code: CodeDriverConfigurationInvalid, Message: message, Details: details}}
+}
+
+func pointerOrRoot(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
 }

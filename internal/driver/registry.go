@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/openclaw/occ/internal/schema"
 )
 
 // Environment is what a factory may know about the process it runs in. It is read once, at
@@ -109,4 +111,44 @@ func (r *ComputeRegistry) NewCompute(impl, id string, configuration map[string]a
 		return nil, fmt.Errorf("driver: compute implementation %q reported another identity", impl)
 	}
 	return c, nil
+}
+
+// ConfigurationSchema is the closed schema of one implementation's configuration object.
+type ConfigurationSchema interface {
+	// JSONSchema returns the schema as a JSON Schema document whose root (and every nested
+	// object) has "additionalProperties": false.
+	JSONSchema() map[string]any
+	// Validate checks configuration (nil means {}) and returns nil or a *ConfigurationError.
+	Validate(configuration map[string]any) error
+}
+
+// ObjectSchema is a ConfigurationSchema declared with internal/schema: a closed object whose
+// Rule, KeyRule and ObjectRule functions are the implementation's semantic validation. Every
+// refusal carries a fixed sentence.
+type ObjectSchema struct{ object *schema.Schema }
+
+// NewObjectSchema prepares object, a closed object schema, as a configuration schema.
+func NewObjectSchema(object *schema.Schema) ObjectSchema {
+	object.Prepare()
+	return ObjectSchema{object: object}
+}
+
+// JSONSchema implements ConfigurationSchema.
+func (s ObjectSchema) JSONSchema() map[string]any {
+	doc := s.object.JSONSchema()
+	doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	return doc
+}
+
+// Validate implements ConfigurationSchema.
+func (s ObjectSchema) Validate(configuration map[string]any) error {
+	if configuration == nil {
+		configuration = map[string]any{}
+	}
+	v := &schema.Validation{Explain: true}
+	s.object.Validate(v, configuration, "")
+	if len(v.Details) == 0 {
+		return nil
+	}
+	return NewConfigurationError(v.Details...)
 }

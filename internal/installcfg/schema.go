@@ -13,6 +13,7 @@ import (
 
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 )
 
 // capabilities are the supported Driver capabilities, in reporting order.
@@ -112,48 +113,55 @@ func (v *validator) object(val any, path string) (map[string]any, bool) {
 	return m, ok
 }
 
-// closed records UNKNOWN_FIELD for every key of m outside allowed.
-func (v *validator) closed(m map[string]any, path string, allowed ...string) {
-	for _, k := range sortedKeys(m) {
-		if !slices.Contains(allowed, k) {
-			p, _ := child(path, k)
-			v.ds.add(p, problem.DetailUnknownField, msgUnknownField)
-		}
+// check validates val against s, a closed section declared with internal/schema, and records its
+// details, each at the pointer the startup YAML may report (see child). It reports whether val
+// was accepted.
+func (v *validator) check(s *schema.Schema, val any, path string) bool {
+	s.Prepare()
+	found := &schema.Validation{Explain: true}
+	s.Validate(found, val, path)
+	for _, d := range found.Details {
+		v.ds.add(reported(d.Path), d.Code, d.Message)
 	}
+	return len(found.Details) == 0
 }
 
-// str returns m[key] as a string; ok is false when it is absent or not a string (recorded).
-func (v *validator) str(m map[string]any, path, key string, required bool) (string, bool) {
-	p, _ := child(path, key)
-	raw, present := m[key]
-	if !present {
-		if required {
-			v.ds.add(p, problem.DetailRequired, msgRequired)
+// reported is p cut before its first reference token that child would not write into a path.
+func reported(p string) string {
+	out := ""
+	for _, token := range strings.Split(p, "/")[1:] {
+		next, ok := child(out, strings.NewReplacer("~1", "/", "~0", "~").Replace(token))
+		if !ok {
+			return out
 		}
-		return "", false
+		out = next
 	}
-	s, ok := raw.(string)
-	if !ok {
-		v.ds.add(p, problem.DetailInvalidType, msgString)
-	}
-	return s, ok
+	return out
+}
+
+// section is a closed object of props whose unknown members are refused with msgUnknownField.
+func section(props ...schema.Property) *schema.Schema {
+	s := schema.Object(props...)
+	s.UnknownMessage = msgUnknownField
+	return s
+}
+
+// ruled is a string that valid must accept, else refused with code and message.
+func ruled(code, message string, valid func(string) bool) *schema.Schema {
+	return &schema.Schema{Type: schema.TypeString, Rule: func(v any) (string, string) {
+		if valid(v.(string)) {
+			return "", ""
+		}
+		return code, message
+	}}
 }
 
 func (v *validator) occ(val any, path string) string {
-	m, ok := v.object(val, path)
-	if !ok {
+	s := section(schema.Required("cluster", ruled(problem.DetailInvalidValue, msgClusterName, validClusterName)))
+	if !v.check(s, val, path) {
 		return ""
 	}
-	v.closed(m, path, "cluster")
-	cluster, ok := v.str(m, path, "cluster", true)
-	if !ok {
-		return ""
-	}
-	if !validClusterName(cluster) {
-		v.ds.add(path+"/cluster", problem.DetailInvalidValue, msgClusterName)
-		return ""
-	}
-	return cluster
+	return val.(map[string]any)["cluster"].(string)
 }
 
 func validClusterName(s string) bool {
@@ -170,38 +178,23 @@ func validClusterName(s string) bool {
 }
 
 func (v *validator) logging(val any, path string) slog.Level {
-	m, ok := v.object(val, path)
-	if !ok {
+	known := func(level string) bool { _, ok := logLevels[level]; return ok }
+	if !v.check(section(schema.Optional("level", ruled(problem.DetailInvalidValue, msgLogLevel, known))), val, path) {
 		return slog.LevelInfo
 	}
-	v.closed(m, path, "level")
-	level, ok := v.str(m, path, "level", false)
-	if !ok {
+	level, present := val.(map[string]any)["level"]
+	if !present {
 		return slog.LevelInfo
 	}
-	l, known := logLevels[level]
-	if !known {
-		v.ds.add(path+"/level", problem.DetailInvalidValue, msgLogLevel)
-		return slog.LevelInfo
-	}
-	return l
+	return logLevels[level.(string)]
 }
 
 func (v *validator) observability(val any, path string) string {
-	m, ok := v.object(val, path)
-	if !ok {
+	if !v.check(section(schema.Optional("url", ruled(problem.DetailInvalidFormat, msgURL, validConsoleURL))), val, path) {
 		return ""
 	}
-	v.closed(m, path, "url")
-	raw, ok := v.str(m, path, "url", false)
-	if !ok {
-		return ""
-	}
-	if !validConsoleURL(raw) {
-		v.ds.add(path+"/url", problem.DetailInvalidFormat, msgURL)
-		return ""
-	}
-	return raw
+	url, _ := val.(map[string]any)["url"].(string)
+	return url
 }
 
 func validConsoleURL(raw string) bool {
@@ -270,54 +263,53 @@ func (v *validator) drivers(val any, path string, cfg *Config) {
 	}
 }
 
+// selectionSchema is the closed shape of one capability's selection; the configuration object is
+// the selected implementation's validator's to check.
+func (v *validator) selectionSchema(capability string) *schema.Schema {
+	s := section(
+		schema.Required("id", ruled(problem.DetailInvalidFormat, msgDriverID, driverID.MatchString)),
+		schema.Optional("implementation", &schema.Schema{Type: schema.TypeString, Rule: func(val any) (string, string) {
+			return v.implementationRefusal(capability, val.(string))
+		}}),
+		schema.Required("configuration", &schema.Schema{Type: schema.TypeObject, Open: true}),
+	)
+	s.Refused = map[string]string{"package": msgPackage}
+	return s
+}
+
+// implementationRefusal is the detail code and message refusing impl for capability, or "".
+func (v *validator) implementationRefusal(capability, impl string) (code, message string) {
+	switch {
+	case !slices.Contains(implementations[capability], impl):
+		return problem.DetailInvalidValue, msgUnknownImpl
+	case v.env.Production && refusedInProduction[[2]string{capability, impl}]:
+		return problem.DetailInvalidValue, msgNotInProduction
+	}
+	return "", ""
+}
+
 func (v *validator) selection(capability string, val any, path string) Selection {
-	m, ok := v.object(val, path)
+	v.check(v.selectionSchema(capability), val, path)
+	m, ok := val.(map[string]any)
 	if !ok {
 		return Selection{}
 	}
-	for _, k := range sortedKeys(m) {
-		switch k {
-		case "id", "implementation", "configuration":
-		case "package":
-			v.ds.add(path+"/package", problem.DetailUnknownField, msgPackage)
-		default:
-			p, _ := child(path, k)
-			v.ds.add(p, problem.DetailUnknownField, msgUnknownField)
-		}
-	}
 	var s Selection
-	if id, ok := v.str(m, path, "id", true); ok {
-		if driverID.MatchString(id) {
-			s.ID = id
-		} else {
-			v.ds.add(path+"/id", problem.DetailInvalidFormat, msgDriverID)
-		}
+	if id, ok := m["id"].(string); ok && driverID.MatchString(id) {
+		s.ID = id
 	}
-	implOK := true
 	s.Implementation = implementations[capability][0]
-	if _, present := m["implementation"]; present {
-		impl, isString := v.str(m, path, "implementation", false)
-		switch {
-		case !isString:
-			implOK = false
-		case !slices.Contains(implementations[capability], impl):
-			v.ds.add(path+"/implementation", problem.DetailInvalidValue, msgUnknownImpl)
-			implOK = false
-		default:
+	implOK := true
+	if raw, present := m["implementation"]; present {
+		impl, isString := raw.(string)
+		refusal, _ := v.implementationRefusal(capability, impl)
+		implOK = isString && refusal == ""
+		if implOK {
 			s.Implementation = impl
 		}
 	}
-	if implOK && v.env.Production && refusedInProduction[[2]string{capability, s.Implementation}] {
-		v.ds.add(path+"/implementation", problem.DetailInvalidValue, msgNotInProduction)
-		implOK = false
-	}
 	cp := path + "/configuration"
-	raw, present := m["configuration"]
-	if !present {
-		v.ds.add(cp, problem.DetailRequired, msgRequired)
-		return s
-	}
-	configuration, ok := v.object(raw, cp)
+	configuration, ok := m["configuration"].(map[string]any)
 	if !ok || !implOK {
 		return s
 	}

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/openclaw/occ/internal/problem"
@@ -43,5 +45,42 @@ func TestEnumRefusalListsTheAllowedValues(t *testing.T) {
 	}
 	if len(v.Details) != len(want) || v.Details[0] != want[0] || v.Details[1] != want[1] {
 		t.Fatalf("details = %v, want %v", v.Details, want)
+	}
+}
+
+// The API's details carry paths and codes only; explained ones carry fixed sentences, and an
+// object may name its own for unknown or refused members.
+func TestSentencesOnlyWhenExplained(t *testing.T) {
+	t.Parallel()
+	s := Object(Required("name", String(0, 3)), Optional("n", SafeInteger(1, 2)))
+	s.Refused = map[string]string{"old": "Retired."}
+	s.Prepare()
+	doc := map[string]any{"name": "abcd", "n": json.Number("9007199254740993"), "old": 1, "x": 1}
+	plain := &Validation{}
+	s.Validate(plain, doc, "")
+	explained := &Validation{Explain: true}
+	s.Validate(explained, doc, "")
+	want := []problem.Detail{
+		{Path: "/old", Code: problem.DetailUnknownField, Message: "Retired."},
+		{Path: "/x", Code: problem.DetailUnknownField, Message: "This option is not supported."},
+		{Path: "/name", Code: problem.DetailTooLong, Message: "Must be at most 3 characters long."},
+		{Path: "/n", Code: problem.DetailInvalidType, Message: "Must be an integer."},
+	}
+	if !reflect.DeepEqual(explained.Details, want) {
+		t.Fatalf("explained = %v, want %v", explained.Details, want)
+	}
+	for i := range want {
+		if i > 0 {
+			want[i].Message = ""
+		}
+	}
+	if !reflect.DeepEqual(plain.Details, want) {
+		t.Fatalf("plain = %v, want %v", plain.Details, want)
+	}
+	s.UnknownMessage = "Unsupported option."
+	own := &Validation{}
+	s.Validate(own, map[string]any{"name": "a", "x": 1}, "")
+	if len(own.Details) != 1 || own.Details[0].Message != "Unsupported option." {
+		t.Fatalf("own sentence: %v", own.Details)
 	}
 }

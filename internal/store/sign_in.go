@@ -174,13 +174,23 @@ type Recovery struct {
 
 // GetRecovery reads the designation; ErrNotFound when there is none. LockUpdate locks it.
 func GetRecovery(ctx context.Context, db DBTX, installationID string, lock RowLock) (Recovery, error) {
+	if lock == LockUpdate {
+		// The designation is locked alone, before the join: a join locked FOR UPDATE that waits
+		// for a concurrent move re-checks the moved row against the account it joined before the
+		// wait, finds no match and answers no designation at all.
+		var holder string
+		err := db.QueryRow(ctx, `SELECT account_id FROM occ.recovery_accounts WHERE installation_id = $1 FOR UPDATE`,
+			installationID).Scan(&holder)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Recovery{}, ErrNotFound
+		} else if err != nil {
+			return Recovery{}, err
+		}
+	}
 	q := `SELECT a.id, a.email, a.name, a.principal_id, a.disabled, p.method_id
   FROM occ.recovery_accounts r JOIN occ.accounts a ON a.id = r.account_id
   JOIN occ.password_credentials p ON p.account_id = a.id
  WHERE r.installation_id = $1`
-	if lock == LockUpdate {
-		q += ` FOR UPDATE OF r`
-	}
 	var r Recovery
 	err := db.QueryRow(ctx, q, installationID).Scan(&r.Account.ID, &r.Account.Email, &r.Account.Name,
 		&r.Account.PrincipalID, &r.Account.Disabled, &r.MethodID)

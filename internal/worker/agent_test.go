@@ -16,6 +16,8 @@ import (
 	"github.com/openclaw/occ/internal/driver/simulated"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 	"github.com/openclaw/occ/internal/testkit/wait"
 	"github.com/openclaw/occ/internal/worker"
 )
@@ -60,27 +62,22 @@ func (h *harness) exec(sql string, args ...any) {
 // readyNamespace creates a Namespace that is already ready (its provisioning is not under test).
 func (h *harness) readyNamespace() string {
 	h.t.Helper()
-	ns := "ns_" + uuid.NewString()
-	h.exec(`INSERT INTO occ.namespaces (id, name) VALUES ($1, $2)`, ns, "team-"+ns[3:11])
-	h.exec(`UPDATE occ.namespaces SET status = 'ready' WHERE id = $1`, ns)
-	return ns
+	return h.fx.NamespaceIn(string(store.NamespaceReady)).ID
 }
 
 type agentFixture struct {
 	h                *harness
+	row              store.AgentRow
 	ns, id, spn, cfg string
 	revisions        []string
 }
 
-// newAgent creates an Agent with its service principal and Configuration, as the API does.
+// newAgent creates an embedded Agent with its service principal and Configuration, as the API
+// does.
 func (h *harness) newAgent(ns string) *agentFixture {
 	h.t.Helper()
-	f := &agentFixture{h: h, ns: ns, id: "agt_" + uuid.NewString(), spn: "spn_" + uuid.NewString(), cfg: "cfg_" + uuid.NewString()}
-	h.exec(`INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id) VALUES ($1, 'service_principal', $2, $3)`, f.spn, ns, f.id)
-	h.exec(`INSERT INTO occ.configurations (id, namespace_id, driver_id) VALUES ($1, $2, 'configuration-filesystem')`, f.cfg, ns)
-	h.exec(`INSERT INTO occ.agents (id, namespace_id, name, execution_mode, service_principal_id, configuration_id)
-	  VALUES ($1, $2, $3, 'embedded', $4, $5)`, f.id, ns, "agent-"+f.id[4:12], f.spn, f.cfg)
-	return f
+	a := h.fx.Agent(store.AgentRow{NamespaceID: ns})
+	return &agentFixture{h: h, row: a, ns: ns, id: a.ID, spn: a.ServicePrincipalID, cfg: a.ConfigurationID}
 }
 
 // spec is the admitted snapshot of a runtime-authenticated embedded OpenClaw revision.
@@ -114,22 +111,12 @@ func (f *agentFixture) deployAs(actor, rev string, s platform.RevisionSpec) stri
 	if err != nil {
 		f.h.t.Fatal(err)
 	}
-	ctx := context.Background()
-	err = pgx.BeginFunc(ctx, f.h.app, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO occ.agent_revisions (id, namespace_id, agent_id, revision_number, admitted_spec)
-		   VALUES ($1, $2, $3, (SELECT COALESCE(max(revision_number), 0) + 1 FROM occ.agent_revisions WHERE agent_id = $3), $4)`,
-			rev, f.ns, f.id, string(raw)); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE occ.agents SET desired_runtime_state = 'running' WHERE id = $1`, f.id); err != nil {
-			return err
-		}
-		_, err := queue.Enqueue(ctx, tx, queue.EnqueueWork{Key: platform.RevisionWorkKey(rev), NamespaceID: f.ns, ActorID: actor, AgentID: &f.id, RevisionID: &rev})
-		return err
+	f.admit(func(ctx context.Context, fx *fixture.Factory, tx pgx.Tx) (fixture.Work, error) {
+		r := fx.RevisionAs(f.row, rev, raw)
+		_, err := store.SetAgentDesiredState(ctx, tx, store.SetAgentDesiredStateParams{
+			NamespaceID: f.ns, AgentID: f.id, State: platform.RuntimeRunning})
+		return fixture.RevisionWork(r, actor), err
 	})
-	if err != nil {
-		f.h.t.Fatal(err)
-	}
 	f.revisions = append(f.revisions, rev)
 	return rev
 }
@@ -137,32 +124,39 @@ func (f *agentFixture) deployAs(actor, rev string, s platform.RevisionSpec) stri
 // stop admits a stop request: desired stopped and a new stop work item.
 func (f *agentFixture) stop(actor string) string {
 	f.h.t.Helper()
-	key := platform.AgentStopWorkKey(f.id, uuid.NewString())
-	target := queue.AgentStopped
-	f.admit(`UPDATE occ.agents SET desired_runtime_state = 'stopped' WHERE id = $1`,
-		queue.EnqueueWork{Key: key, NamespaceID: f.ns, ActorID: actor, AgentID: &f.id, AgentTarget: &target})
-	return key
+	work := fixture.AgentStopWork(f.row, uuid.NewString(), actor)
+	f.admit(func(ctx context.Context, _ *fixture.Factory, tx pgx.Tx) (fixture.Work, error) {
+		_, err := store.SetAgentDesiredState(ctx, tx, store.SetAgentDesiredStateParams{
+			NamespaceID: f.ns, AgentID: f.id, State: platform.RuntimeStopped})
+		return work, err
+	})
+	return work.Key()
 }
 
 // remove admits the deletion: deleting, desired stopped and the deletion work item.
 func (f *agentFixture) remove(actor string) string {
 	f.h.t.Helper()
-	key := platform.AgentDeleteWorkKey(f.id)
-	target := queue.AgentDeleted
-	f.admit(`UPDATE occ.agents SET status = 'deleting', desired_runtime_state = 'stopped' WHERE id = $1`,
-		queue.EnqueueWork{Key: key, NamespaceID: f.ns, ActorID: actor, AgentID: &f.id, AgentTarget: &target})
-	return key
+	work := fixture.AgentDeleteWork(f.row, actor)
+	f.admit(func(ctx context.Context, _ *fixture.Factory, tx pgx.Tx) (fixture.Work, error) {
+		_, err := store.MarkAgentDeleting(ctx, tx, f.ns, f.id)
+		return work, err
+	})
+	return work.Key()
 }
 
-func (f *agentFixture) admit(update string, work queue.EnqueueWork) {
+// admit changes the Agent and enqueues the work change returns in one transaction, as the API
+// does.
+func (f *agentFixture) admit(change func(ctx context.Context, fx *fixture.Factory, tx pgx.Tx) (fixture.Work, error)) {
 	f.h.t.Helper()
 	ctx := context.Background()
 	err := pgx.BeginFunc(ctx, f.h.app, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, update, f.id); err != nil {
+		fx := fixture.New(f.h.t, tx)
+		work, err := change(ctx, fx, tx)
+		if err != nil {
 			return err
 		}
-		_, err := queue.Enqueue(ctx, tx, work)
-		return err
+		fx.Enqueue(work)
+		return nil
 	})
 	if err != nil {
 		f.h.t.Fatal(err)
@@ -191,26 +185,21 @@ func (h *harness) waitWork(key string) (queue.State, string) {
 // the whole Namespace when resourceID is "").
 func (h *harness) grant(ns, principal, kind, resourceID string, actions ...string) string {
 	h.t.Helper()
-	role, binding := "role_"+uuid.NewString(), "binding_"+uuid.NewString()
-	h.exec(`INSERT INTO occ.iam_roles (id, namespace_id) VALUES ($1, $2)`, role, ns)
-	for _, a := range actions {
-		h.exec(`INSERT INTO occ.iam_role_permissions (role_id, action, resource_kind) VALUES ($1, $2, $3)`, role, a, kind)
+	permissions := make([][2]string, len(actions))
+	for i, a := range actions {
+		permissions[i] = [2]string{a, kind}
 	}
-	if resourceID == "" {
-		h.exec(`INSERT INTO occ.iam_access_bindings (id, namespace_id, identity_subject_id, role_id) VALUES ($1, $2, $3, $4)`, binding, ns, principal, role)
-	} else {
-		h.exec(`INSERT INTO occ.iam_access_bindings (id, namespace_id, identity_subject_id, role_id, resource_kind, resource_id)
-		   VALUES ($1, $2, $3, $4, $5, $6)`, binding, ns, principal, role, kind, resourceID)
+	b := store.IAMBinding{NamespaceID: &ns, IdentitySubjectID: &principal, RoleID: h.fx.Role("", ns, permissions...)}
+	if resourceID != "" {
+		b.ResourceKind, b.ResourceID = &kind, &resourceID
 	}
-	return binding
+	return h.fx.Binding(b)
 }
 
 // principal creates a human principal without any grant.
 func (h *harness) principal() string {
 	h.t.Helper()
-	id := "prn_" + uuid.NewString()
-	h.exec(`INSERT INTO occ.iam_identities (id, kind, issuer, subject) VALUES ($1, 'principal', 'test', $1)`, id)
-	return id
+	return h.fx.Principal()
 }
 
 // effects lists the simulated driver's revision and credential effects, in order, as "Op target".
@@ -349,7 +338,9 @@ func TestStopAndDeleteAfterRevocationFailWithoutEffects(t *testing.T) {
 	operator := h.principal()
 	binding := h.grant(ns, operator, "agent", f.id, "operate", "delete")
 	stopKey := f.stop(operator)
-	h.exec(`DELETE FROM occ.iam_access_bindings WHERE id = $1`, binding)
+	if _, err := store.DeleteBinding(context.Background(), h.app, binding); err != nil {
+		t.Fatal(err)
+	}
 	if st, code := h.waitWork(stopKey); st != queue.StateFailedPermanent || code != "AUTHORIZATION_DENIED" {
 		t.Fatalf("stop: %s %s", st, code)
 	}

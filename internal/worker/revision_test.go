@@ -11,6 +11,7 @@ import (
 	"github.com/openclaw/occ/internal/driver/simulated"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/testkit/wait"
 )
 
@@ -405,8 +406,9 @@ func TestSecretsAreReauthorizedForActorAndAgentAndPassedByReference(t *testing.T
 	f := h.newAgent(ns)
 	apiKey, token := "sec_a1111111-1111-4111-8111-111111111111", "sec_b2222222-2222-4222-8222-222222222222"
 	for _, id := range []string{apiKey, token} {
-		h.exec(`INSERT INTO occ.secrets (id, namespace_id, name, driver_id, backend_namespace_name, backend_name, backend_key, backend_uid)
-		   VALUES ($1, $2, $3, 'secret-filesystem', 'occ-tenant', $3, 'value', $4)`, id, ns, "s-"+id[4:12], "uid-"+id[4:12])
+		name, uid := "s-"+id[4:12], "uid-"+id[4:12]
+		h.fx.SecretRow(store.SecretRow{ID: id, NamespaceID: ns, Name: name, BackendNamespaceName: strPtr("occ-tenant"),
+			BackendName: &name, BackendKey: strPtr("value"), BackendUID: &uid})
 	}
 	spec := f.spec()
 	spec.HarnessAuth = platform.HarnessAuth{Method: platform.HarnessAuthAPIKey, Source: &platform.Ref{Kind: platform.RefKindSecret, NamespaceID: ns, ID: apiKey}}
@@ -447,7 +449,8 @@ func TestSecretsAreReauthorizedForActorAndAgentAndPassedByReference(t *testing.T
 		t.Fatalf("secret environment %+v", rc.SecretEnvironment)
 	}
 
-	// A bound Secret whose backend location is incomplete is unavailable.
+	// A bound Secret whose backend location is incomplete is unavailable. store never writes such a
+	// locator, so the damage is SQL.
 	h.exec(`UPDATE occ.secrets SET backend_uid = '' WHERE id = $1`, token)
 	broken := f.deploy(h.admin, spec)
 	if _, code := h.waitWork(platform.RevisionWorkKey(broken)); code != "SECRET_BINDING_UNAVAILABLE" {
@@ -487,8 +490,7 @@ func TestRevisionChecksRefuseBeforeAnyEffect(t *testing.T) {
 		keys[platform.RevisionWorkKey(f.deploy(h.admin, s))] = c.want
 	}
 	// A Namespace that is not ready refuses deployments.
-	pending := "ns_" + newRevisionID()[4:]
-	h.exec(`INSERT INTO occ.namespaces (id, name) VALUES ($1, 'not-ready')`, pending)
+	pending := h.fx.NamespaceNamed(platform.NewID(platform.PrefixNamespace), "not-ready").ID
 	nf := h.newAgent(pending)
 	keys[platform.RevisionWorkKey(nf.deploy(h.admin))] = "NAMESPACE_NOT_READY"
 	h.startAgentWorker(workerOptions{sim: sim}, nil, nil)
@@ -584,8 +586,8 @@ func TestRevisionAdmittedForAnotherSecretDriverIsRefused(t *testing.T) {
 	ns := h.readyNamespace()
 	f := h.newAgent(ns)
 	apiKey := "sec_c3333333-3333-4333-8333-333333333333"
-	h.exec(`INSERT INTO occ.secrets (id, namespace_id, name, driver_id, backend_namespace_name, backend_name, backend_key, backend_uid)
-	   VALUES ($1, $2, 'openai', 'secret-filesystem', 'occ-tenant', 'openai', 'value', 'uid-1')`, apiKey, ns)
+	h.fx.SecretRow(store.SecretRow{ID: apiKey, NamespaceID: ns, Name: "openai", BackendNamespaceName: strPtr("occ-tenant"),
+		BackendName: strPtr("openai"), BackendKey: strPtr("value"), BackendUID: strPtr("uid-1")})
 	h.grant(ns, f.spn, "secret", "", "operate")
 	spec := f.spec()
 	spec.HarnessAuth = platform.HarnessAuth{Method: platform.HarnessAuthAPIKey, Source: &platform.Ref{Kind: platform.RefKindSecret, NamespaceID: ns, ID: apiKey}}
@@ -600,3 +602,5 @@ func TestRevisionAdmittedForAnotherSecretDriverIsRefused(t *testing.T) {
 		t.Fatal("Compute was called for a revision of another Secret Driver")
 	}
 }
+
+func strPtr(s string) *string { return &s }

@@ -113,11 +113,12 @@ func (y *yieldLog) predecessorYielded(key string) bool {
 // *driver.StopYieldedError while workloads terminate (preferably when other work is waiting); a
 // stop that does not yield waits the termination out.
 func (w *Worker) stopRevision(a *activeClaim, rev driver.Revision, yield bool) error {
+	opts := driver.StopOptions{}
+	if yield {
+		opts = driver.StopOptions{Yield: true, OtherWorkWaiting: w.otherWorkWaiting}
+	}
 	return w.effect(a, func(ctx context.Context) error {
-		if yield {
-			ctx = driver.WithStopYield(ctx, w.otherWorkWaiting)
-		}
-		return w.cfg.Compute.StopRevision(ctx, rev)
+		return w.cfg.Compute.StopRevision(ctx, rev, opts)
 	})
 }
 

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -19,9 +18,12 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/simulated"
 	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/settings"
+	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/testkit/faultnet"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 	"github.com/openclaw/occ/internal/testkit/logbuf"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 	"github.com/openclaw/occ/internal/testkit/wait"
@@ -34,6 +36,7 @@ type harness struct {
 	t            *testing.T
 	db           *pgtest.Database
 	app, owner   *pgxpool.Pool
+	fx           *fixture.Factory // writes through app, as the API does
 	installation string
 	admin        string
 	defaultNS    string
@@ -56,7 +59,8 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, db: db, app: db.App(t), owner: db.Owner(t), installation: res.Attempt.InstallationID,
+	app := db.App(t)
+	return &harness{t: t, db: db, app: app, owner: db.Owner(t), fx: fixture.New(t, app), installation: res.Attempt.InstallationID,
 		admin: res.Attempt.PrincipalID, defaultNS: res.Attempt.DefaultNamespaceID}
 }
 
@@ -162,21 +166,13 @@ func (h *harness) count(sql string, args ...any) int {
 	return n
 }
 
-func readyKey(ns string) string   { return "namespace:" + ns + ":reconcile:ready" }
-func deletedKey(ns string) string { return "namespace:" + ns + ":reconcile:deleted" }
+func readyKey(ns string) string { return "namespace:" + ns + ":reconcile:ready" }
 
 // createNamespace admits a Namespace as the administrator, as the API does.
 func (h *harness) createNamespace(name string) string {
 	h.t.Helper()
-	ctx := context.Background()
-	ns := "ns_" + uuid.NewString()
-	if _, err := h.app.Exec(ctx, `INSERT INTO occ.namespaces (id, name) VALUES ($1, $2)`, ns, name); err != nil {
-		h.t.Fatal(err)
-	}
-	target := "ready"
-	if _, err := queue.Enqueue(ctx, h.app, queue.EnqueueWork{Key: readyKey(ns), NamespaceID: ns, ActorID: h.admin, NamespaceTarget: &target}); err != nil {
-		h.t.Fatal(err)
-	}
+	ns := h.fx.NamespaceNamed(platform.NewID(platform.PrefixNamespace), name).ID
+	h.fx.Enqueue(fixture.NamespaceWork(ns, platform.NamespaceTargetReady, h.admin))
 	return ns
 }
 
@@ -386,27 +382,17 @@ func TestDeleteTombstonesTheNamespaceAndRemovesItsPolicy(t *testing.T) {
 	w := h.start(workerOptions{})
 	ns := h.createNamespace("short-lived")
 	wait.Eventually(t, wait.Short, "ready", func() bool { return h.nsStatus(ns) == "ready" })
-	for _, s := range []string{
-		`INSERT INTO occ.iam_roles (id, namespace_id) VALUES ('role-ns', $1)`,
-		`INSERT INTO occ.iam_role_permissions (role_id, action, resource_kind) VALUES ('role-ns', 'read', 'agent')`,
-		`INSERT INTO occ.iam_access_bindings (id, namespace_id, identity_subject_id, role_id) VALUES ('binding-ns', $1, '` + h.admin + `', 'role-ns')`,
-		`INSERT INTO occ.iam_restrictions (id, namespace_id, action, resource_kind) VALUES ('restriction-ns', $1, 'read', 'agent')`,
-	} {
-		args := []any{ns}
-		if strings.Contains(s, "role_permissions") {
-			args = nil
-		}
-		if _, err := h.app.Exec(ctx, s, args...); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	if _, err := h.app.Exec(ctx, `UPDATE occ.namespaces SET status = 'deleting' WHERE id = $1`, ns); err != nil {
+	h.fx.Role("role-ns", ns, [2]string{"read", "agent"})
+	h.fx.Binding(store.IAMBinding{ID: "binding-ns", NamespaceID: &ns, IdentitySubjectID: &h.admin, RoleID: "role-ns"})
+	// store writes no Restrictions, so this one stays SQL (docs/development.md).
+	if _, err := h.app.Exec(ctx, `INSERT INTO occ.iam_restrictions (id, namespace_id, action, resource_kind)
+	   VALUES ('restriction-ns', $1, 'read', 'agent')`, ns); err != nil {
 		t.Fatal(err)
 	}
-	target := "deleted"
-	if _, err := queue.Enqueue(ctx, h.app, queue.EnqueueWork{Key: deletedKey(ns), NamespaceID: ns, ActorID: h.admin, NamespaceTarget: &target}); err != nil {
+	if err := store.SetNamespaceStatus(ctx, h.app, ns, store.NamespaceDeleting); err != nil {
 		t.Fatal(err)
 	}
+	h.fx.Enqueue(fixture.NamespaceWork(ns, platform.NamespaceTargetDeleted, h.admin))
 	wait.Eventually(t, wait.Short, "tombstone", func() bool {
 		return h.scalar(`SELECT deleted_at::text FROM occ.namespaces WHERE id = $1`, ns) != ""
 	})
@@ -426,22 +412,10 @@ func TestDeleteTombstonesTheNamespaceAndRemovesItsPolicy(t *testing.T) {
 
 func TestRevokedActorFailsTheNamespaceWithADenialAudit(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	h := newHarness(t)
-	stranger := "prn_" + uuid.NewString()
-	if _, err := h.app.Exec(ctx, `INSERT INTO occ.iam_identities (id, kind, issuer, subject) VALUES ($1, 'principal', 'test', 'stranger')`, stranger); err != nil {
-		t.Fatal(err)
-	}
-	ns := "ns_" + uuid.NewString()
-	if _, err := h.app.Exec(ctx, `INSERT INTO occ.namespaces (id, name) VALUES ($1, 'unauthorized')`, ns); err != nil {
-		t.Fatal(err)
-	}
-	target := "ready"
-	for _, actor := range []string{stranger} {
-		if _, err := queue.Enqueue(ctx, h.app, queue.EnqueueWork{Key: readyKey(ns), NamespaceID: ns, ActorID: actor, NamespaceTarget: &target}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stranger := h.fx.Principal()
+	ns := h.fx.NamespaceNamed(platform.NewID(platform.PrefixNamespace), "unauthorized").ID
+	h.fx.Enqueue(fixture.NamespaceWork(ns, platform.NamespaceTargetReady, stranger))
 	w := h.start(workerOptions{})
 	wait.Eventually(t, wait.Short, "failed namespace", func() bool { return h.nsStatus(ns) == "failed" })
 	if reason := h.scalar(`SELECT reason_code FROM occ.controller_work WHERE idempotency_key = $1`, readyKey(ns)); reason != "AUTHORIZATION_DENIED" {
@@ -454,13 +428,8 @@ func TestRevokedActorFailsTheNamespaceWithADenialAudit(t *testing.T) {
 		t.Fatal("Compute was called for a denied actor")
 	}
 	// An actor whose identity is gone is ACTOR_REVOKED.
-	gone := "ns_" + uuid.NewString()
-	if _, err := h.app.Exec(ctx, `INSERT INTO occ.namespaces (id, name) VALUES ($1, 'orphan')`, gone); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := queue.Enqueue(ctx, h.app, queue.EnqueueWork{Key: readyKey(gone), NamespaceID: gone, ActorID: "prn_" + uuid.NewString(), NamespaceTarget: &target}); err != nil {
-		t.Fatal(err)
-	}
+	gone := h.fx.NamespaceNamed(platform.NewID(platform.PrefixNamespace), "orphan").ID
+	h.fx.Enqueue(fixture.NamespaceWork(gone, platform.NamespaceTargetReady, platform.NewID(platform.PrefixPrincipal)))
 	wait.Eventually(t, wait.Short, "ACTOR_REVOKED", func() bool {
 		return h.scalar(`SELECT reason_code FROM occ.controller_work WHERE idempotency_key = $1`, readyKey(gone)) == "ACTOR_REVOKED"
 	})

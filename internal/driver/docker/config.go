@@ -7,6 +7,7 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 )
 
 // Name is the implementation name of this driver.
@@ -39,21 +40,19 @@ type Config struct {
 
 // Schema is the closed configuration schema of the docker driver.
 func Schema() driver.ObjectSchema {
-	return driver.ObjectSchema{
+	return driver.NewObjectSchema(&schema.Schema{
+		Type:        schema.TypeObject,
 		Description: "Development Compute Driver: one labelled Docker network per Namespace; refused in production.",
-		Properties: []driver.Property{
-			{
-				Name: "socket", Type: driver.TypeString, MaxLength: maxSocketPath, Pattern: `^/`,
+		Properties: []schema.Property{
+			schema.Optional("socket", &schema.Schema{
+				Type: schema.TypeString, MaxBytes: maxSocketPath, Pattern: `^/`,
 				Description: "Absolute path of the Docker Engine Unix socket. Default: DOCKER_HOST when it is unix://, else " + DefaultSocket + ".",
-				Check:       checkSocketPath,
-			},
-			{
-				Name: "requestTimeoutMs", Type: driver.TypeInteger, Minimum: 100, Maximum: 120_000,
-				Default:     int64(DefaultRequestTimeout / time.Millisecond),
-				Description: "Timeout of each Docker Engine request in milliseconds.",
-			},
+				Rule:        checkSocketPath,
+			}),
+			schema.Optional("requestTimeoutMs", schema.Defaulted(schema.SafeInteger(100, 120_000),
+				int64(DefaultRequestTimeout/time.Millisecond), "Timeout of each Docker Engine request in milliseconds.")),
 		},
-	}
+	})
 }
 
 func checkSocketPath(v any) (string, string) {
@@ -84,7 +83,7 @@ func ParseConfig(configuration map[string]any, env driver.Environment) (Config, 
 		}
 		cfg.Socket = path
 	}
-	if n, ok := driver.IntegerValue(configuration["requestTimeoutMs"]); ok {
+	if n, ok := schema.IntegerValue(configuration["requestTimeoutMs"]); ok {
 		cfg.RequestTimeout = time.Duration(n) * time.Millisecond
 	}
 	return cfg, nil

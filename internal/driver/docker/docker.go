@@ -266,7 +266,9 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev driver.Revision, _ dri
 }
 
 // StopRevision implements driver.Compute: a no-op, because the driver never starts a revision.
-func (d *Driver) StopRevision(ctx context.Context, _ driver.Revision) error { return ctx.Err() }
+func (d *Driver) StopRevision(ctx context.Context, _ driver.Revision, _ driver.StopOptions) error {
+	return ctx.Err()
+}
 
 // RetireRevision implements driver.Compute: a no-op, because the driver never starts a revision.
 func (d *Driver) RetireRevision(ctx context.Context, _ driver.Revision) error { return ctx.Err() }

@@ -216,7 +216,7 @@ func TestRevisionsAreRefusedAndStopsAreNoOps(t *testing.T) {
 			t.Fatalf("docker claims to support %q", method)
 		}
 	}
-	if err := d.StopRevision(context.Background(), rev); err != nil {
+	if err := d.StopRevision(context.Background(), rev, driver.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.RetireRevision(context.Background(), rev); err != nil {

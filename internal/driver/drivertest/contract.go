@@ -311,7 +311,7 @@ func testEndedContext(t *testing.T, c driver.Compute) {
 			_, err := c.PrepareRevision(ctx, rev, driver.RevisionContext{})
 			return err
 		}},
-		{"StopRevision", func(ctx context.Context) error { return c.StopRevision(ctx, rev) }},
+		{"StopRevision", func(ctx context.Context) error { return c.StopRevision(ctx, rev, driver.StopOptions{}) }},
 		{"RetireRevision", func(ctx context.Context) error { return c.RetireRevision(ctx, rev) }},
 	}
 	for _, call := range calls {
@@ -354,13 +354,20 @@ func checkNoForeign(t *testing.T, op string, own, other driver.Namespace, obs dr
 	}
 }
 
+// yieldAlways allows a stop to yield and says other work is always waiting.
+var yieldAlways = driver.StopOptions{Yield: true, OtherWorkWaiting: func(context.Context) bool { return true }}
+
 func testStopRetireUnknown(t *testing.T, c driver.Compute) {
 	ns := NewNamespace()
 	EnsureReady(t, c, ns)
 	for _, rev := range []driver.Revision{NewRevision(c, ns.ID), NewRevision(c, NewNamespace().ID)} {
 		for i := range 2 {
-			if err := c.StopRevision(context.Background(), rev); err != nil {
+			if err := c.StopRevision(context.Background(), rev, driver.StopOptions{}); err != nil {
 				t.Fatalf("StopRevision of an unknown revision (call %d): %v", i, err)
+			}
+			// Nothing terminates, so a stop that may yield has no reason to.
+			if err := c.StopRevision(context.Background(), rev, yieldAlways); err != nil {
+				t.Fatalf("yielding StopRevision of an unknown revision (call %d): %v", i, err)
 			}
 			if err := c.RetireRevision(context.Background(), rev); err != nil {
 				t.Fatalf("RetireRevision of an unknown revision (call %d): %v", i, err)

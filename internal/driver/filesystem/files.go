@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 )
 
 // Name is the implementation name of both drivers.
@@ -29,17 +30,19 @@ func checkID(prefix, id string) error {
 
 // configurationSchema is the closed {root} schema both drivers accept.
 func configurationSchema(description string) driver.ObjectSchema {
-	return driver.ObjectSchema{Description: description, Properties: []driver.Property{{
-		Name: "root", Type: driver.TypeString, Required: true, MaxLength: 4096,
-		Description: "Absolute directory holding one file per resource (created with mode 0700).",
-		Check: func(v any) (string, string) {
-			s, _ := v.(string)
-			if !filepath.IsAbs(s) || filepath.Clean(s) != s {
-				return problem.DetailInvalidValue, "Must be an absolute, clean path."
-			}
-			return "", ""
-		},
-	}}}
+	return driver.NewObjectSchema(&schema.Schema{Type: schema.TypeObject, Description: description, Properties: []schema.Property{
+		schema.Required("root", &schema.Schema{
+			Type: schema.TypeString, MaxBytes: 4096,
+			Description: "Absolute directory holding one file per resource (created with mode 0700).",
+			Rule: func(v any) (string, string) {
+				s, _ := v.(string)
+				if !filepath.IsAbs(s) || filepath.Clean(s) != s {
+					return problem.DetailInvalidValue, "Must be an absolute, clean path."
+				}
+				return "", ""
+			},
+		}),
+	}})
 }
 
 func rootOf(configuration map[string]any) (string, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
 	"github.com/openclaw/occ/internal/problem"
+	"github.com/openclaw/occ/internal/schema"
 )
 
 // Defaults and bounds of the configuration (requestTimeoutMs and
@@ -55,130 +56,118 @@ const quantityTypeMessage = `Must be a string: write "4", not 4.`
 // options (gatewayRouting, executionCluster, runtime.transportSecretPrefix, ...) fail as
 // UNKNOWN_FIELD.
 func Schema() driver.ObjectSchema {
-	return driver.ObjectSchema{
+	return driver.NewObjectSchema(&schema.Schema{
+		Type:        schema.TypeObject,
 		Description: "Production Compute Driver: one Kubernetes namespace per Namespace, a gateway and a Harness Deployment per Agent revision.",
-		Properties: []driver.Property{
-			authenticationProperty(),
-			{
-				Name: "images", Type: driver.TypeObject, Required: true,
-				Description: "Container images of the gateway and the Harness.",
-				Properties: []driver.Property{
-					imageProperty("gateway", "Image of the Agent gateway."),
-					imageProperty("agent", "Image of the Agent Harness."),
-					{Name: "requireImmutableDigest", Type: driver.TypeBoolean, Required: true,
-						Description: "When true both images must end with @sha256:<64 hex>. Production requires true."},
-				},
-			},
-			{
-				Name: "resources", Type: driver.TypeObject, Required: true,
-				Description: "Container resources and the per-namespace quota.",
-				Properties: []driver.Property{
-					containerResourcesProperty("gateway", "Requests and limits of the gateway container."),
-					containerResourcesProperty("agent", "Requests and limits of the Harness container."),
-					{
-						Name: "namespace", Type: driver.TypeObject, Required: true,
-						Description: "ResourceQuota openclaw-quota and LimitRange openclaw-limits of every tenant namespace.",
-						Properties: []driver.Property{
-							{
-								Name: "quota", Type: driver.TypeStringMap, Required: true, MinItems: 1, MaxItems: 64,
-								Description: "spec.hard of ResourceQuota openclaw-quota: resource name to quantity string.",
-								KeyCheck:    checkResourceName,
-								Items:       quantityItem(),
-							},
-							containerResourcesProperty("containerDefaults", "LimitRange default (limits) and defaultRequest (requests) of containers."),
-						},
-					},
-				},
-			},
-			{
-				Name: "network", Type: driver.TypeObject, Required: true,
-				Description: "NetworkPolicy peers and the gateway's listener.",
-				Properties: []driver.Property{
-					peerProperty("dns", true, "The cluster DNS pods every workload may reach on port 53 and 5353."),
-					{Name: "gatewayPort", Type: driver.TypeInteger, Required: true, Minimum: 1, Maximum: 65535,
-						Description: "Port of the gateway Service; 18791 is reserved.", Check: checkGatewayPort},
-					{
-						Name: "gatewayTrustedProxyCidrs", Type: driver.TypeArray, Required: true, MinItems: 1, MaxItems: 64,
-						Description: "Source CIDRs of the proxies the gateway trusts; none may cover every address.",
-						Items:       &driver.Property{Type: driver.TypeString, MaxLength: 64, Check: checkTrustedCIDR},
-					},
-					{
-						Name: "gatewayClients", Type: driver.TypeArray, Required: true, MinItems: 1, MaxItems: 32,
-						Description: "Peers allowed to reach the gateway port.",
-						Items:       ptr(peerProperty("", false, "A namespace and the labels of its client pods.")),
-					},
-				},
-			},
-			{
-				Name: "servicePrincipalCredentials", Type: driver.TypeObject, Required: true,
+		Properties: []schema.Property{
+			schema.Required("authentication", authenticationSchema()),
+			schema.Required("images", object("Container images of the gateway and the Harness.",
+				schema.Required("gateway", imageSchema("Image of the Agent gateway.")),
+				schema.Required("agent", imageSchema("Image of the Agent Harness.")),
+				schema.Required("requireImmutableDigest", schema.Describe(schema.Boolean(),
+					"When true both images must end with @sha256:<64 hex>. Production requires true.")),
+			)),
+			schema.Required("resources", object("Container resources and the per-namespace quota.",
+				schema.Required("gateway", containerResourcesSchema("Requests and limits of the gateway container.")),
+				schema.Required("agent", containerResourcesSchema("Requests and limits of the Harness container.")),
+				schema.Required("namespace", object("ResourceQuota openclaw-quota and LimitRange openclaw-limits of every tenant namespace.",
+					schema.Required("quota", &schema.Schema{
+						Type: schema.TypeObject, Additional: quantitySchema(), KeyRule: checkResourceName,
+						MinMembers: 1, MaxMembers: 64, CountIsValue: true,
+						Description: "spec.hard of ResourceQuota openclaw-quota: resource name to quantity string.",
+					}),
+					schema.Required("containerDefaults", containerResourcesSchema("LimitRange default (limits) and defaultRequest (requests) of containers.")),
+				)),
+			)),
+			schema.Required("network", object("NetworkPolicy peers and the gateway's listener.",
+				schema.Required("dns", peerSchema("The cluster DNS pods every workload may reach on port 53 and 5353.")),
+				schema.Required("gatewayPort", withRule(schema.Describe(schema.SafeInteger(1, 65535),
+					"Port of the gateway Service; 18791 is reserved."), checkGatewayPort)),
+				schema.Required("gatewayTrustedProxyCidrs", &schema.Schema{
+					Type: schema.TypeArray, MinItems: 1, MaxItems: 64, CountIsValue: true,
+					Description: "Source CIDRs of the proxies the gateway trusts; none may cover every address.",
+					Items:       &schema.Schema{Type: schema.TypeString, MaxBytes: 64, Rule: checkTrustedCIDR},
+				}),
+				schema.Required("gatewayClients", &schema.Schema{
+					Type: schema.TypeArray, MinItems: 1, MaxItems: 32, CountIsValue: true,
+					Description: "Peers allowed to reach the gateway port.",
+					Items:       peerSchema("A namespace and the labels of its client pods."),
+				}),
+			)),
+			schema.Required("servicePrincipalCredentials", &schema.Schema{
+				Type:          schema.TypeObject,
 				Description:   "Projected ServiceAccount tokens of the Harness. Production requires projectedServiceAccountToken.",
 				Discriminator: "mode",
-				Variants: []driver.Variant{
+				Variants: []schema.Variant{
 					{Value: TokenModeProjected, Required: []string{"audience"}, Optional: []string{"expirationSeconds"}},
 					{Value: TokenModeDisabled},
 				},
-				Properties: []driver.Property{
-					{Name: "mode", Type: driver.TypeString, Required: true, Enum: []string{TokenModeProjected, TokenModeDisabled}},
-					{Name: "audience", Type: driver.TypeString, MaxLength: 253, Check: checkPrintable,
-						Description: "Audience of the projected token (required with projectedServiceAccountToken)."},
-					{Name: "expirationSeconds", Type: driver.TypeInteger, Minimum: 600, Maximum: 86400,
-						Default: int64(DefaultTokenExpirationSec), Description: "Lifetime of the projected token."},
+				Properties: []schema.Property{
+					schema.Required("mode", schema.Enum(TokenModeProjected, TokenModeDisabled)),
+					schema.Optional("audience", &schema.Schema{Type: schema.TypeString, MaxBytes: 253, Rule: checkPrintable,
+						Description: "Audience of the projected token (required with projectedServiceAccountToken)."}),
+					schema.Optional("expirationSeconds", schema.Defaulted(schema.SafeInteger(600, 86400),
+						int64(DefaultTokenExpirationSec), "Lifetime of the projected token.")),
 				},
-			},
-			{
-				Name: "runtime", Type: driver.TypeObject,
-				Description: "Optional placement and storage of the workloads.",
-				Properties: []driver.Property{
-					{Name: "gatewayStorageClassName", Type: driver.TypeString, MaxLength: 253, Pattern: reDNSSubdomain.String(),
-						Description: "StorageClass of the gateway's private-state PVC; without it the gateway keeps no PVC."},
-					labelMapProperty("nodeSelector", "Node labels of the Harness and embedded gateway Pods."),
-					labelMapProperty("gatewayNodeSelector", "Node labels of dedicated gateway Pods."),
-				},
-			},
-			{Name: "requestTimeoutMs", Type: driver.TypeInteger, Minimum: 100, Maximum: 120_000,
-				Default: int64(DefaultRequestTimeout / time.Millisecond), Description: "Timeout of each Kubernetes API request in milliseconds."},
-			{Name: "podTerminationTimeoutMs", Type: driver.TypeInteger, Minimum: 1000, Maximum: 600_000,
-				Default: int64(DefaultPodTerminationTimeout / time.Millisecond), Description: "How long a stop waits for a workload's Pods to terminate, in milliseconds."},
+			}),
+			schema.Optional("runtime", object("Optional placement and storage of the workloads.",
+				schema.Optional("gatewayStorageClassName", &schema.Schema{Type: schema.TypeString, MaxBytes: 253, Pattern: reDNSSubdomain.String(),
+					Description: "StorageClass of the gateway's private-state PVC; without it the gateway keeps no PVC."}),
+				schema.Optional("nodeSelector", labelMapSchema(0, "Node labels of the Harness and embedded gateway Pods.")),
+				schema.Optional("gatewayNodeSelector", labelMapSchema(0, "Node labels of dedicated gateway Pods.")),
+			)),
+			schema.Optional("requestTimeoutMs", schema.Defaulted(schema.SafeInteger(100, 120_000),
+				int64(DefaultRequestTimeout/time.Millisecond), "Timeout of each Kubernetes API request in milliseconds.")),
+			schema.Optional("podTerminationTimeoutMs", schema.Defaulted(schema.SafeInteger(1000, 600_000),
+				int64(DefaultPodTerminationTimeout/time.Millisecond), "How long a stop waits for a workload's Pods to terminate, in milliseconds.")),
 		},
-		Check: checkCompute,
-	}
+		ObjectRule: checkCompute,
+	})
 }
 
 // StorageSchema is the closed configuration schema of the Kubernetes Configuration and Secret
 // Drivers: only authentication, with the shape of the Compute Driver's.
 func StorageSchema(description string) driver.ObjectSchema {
-	return driver.ObjectSchema{Description: description, Properties: []driver.Property{authenticationProperty()}}
+	return driver.NewObjectSchema(object(description, schema.Required("authentication", authenticationSchema())))
 }
 
-// authenticationProperty is the closed oneOf of the three authentication modes.
-func authenticationProperty() driver.Property {
-	return driver.Property{
-		Name: "authentication", Type: driver.TypeObject, Required: true,
+// authenticationSchema is the closed oneOf of the three authentication modes.
+func authenticationSchema() *schema.Schema {
+	return &schema.Schema{
+		Type:          schema.TypeObject,
 		Description:   "How the driver authenticates to the API server; nothing ambient (default kubeconfig, current context) is used.",
 		Discriminator: "mode",
-		Variants: []driver.Variant{
+		Variants: []schema.Variant{
 			{Value: kube.ModeInCluster},
 			{Value: kube.ModeKubeconfig, Required: []string{"kubeconfigPath", "context"}},
 			{Value: kube.ModeTokenFile, Required: []string{"server", "tokenPath", "caPath"}},
 		},
-		Properties: []driver.Property{
-			{Name: "mode", Type: driver.TypeString, Required: true, Enum: []string{kube.ModeInCluster, kube.ModeKubeconfig, kube.ModeTokenFile}},
-			absolutePathProperty("kubeconfigPath", "Absolute path of the kubeconfig file (kubeconfig mode)."),
-			{Name: "context", Type: driver.TypeString, MaxLength: 253, Check: checkPrintable,
-				Description: "Exact name of the kubeconfig context (kubeconfig mode)."},
-			{Name: "server", Type: driver.TypeString, MaxLength: 2048, Check: checkServer,
-				Description: "https URL of the API server (tokenFile mode)."},
-			absolutePathProperty("tokenPath", "Absolute path of the bearer token file, re-read on every request (tokenFile mode)."),
-			absolutePathProperty("caPath", "Absolute path of the CA bundle of the API server (tokenFile mode)."),
+		Properties: []schema.Property{
+			schema.Required("mode", schema.Enum(kube.ModeInCluster, kube.ModeKubeconfig, kube.ModeTokenFile)),
+			schema.Optional("kubeconfigPath", absolutePathSchema("Absolute path of the kubeconfig file (kubeconfig mode).")),
+			schema.Optional("context", &schema.Schema{Type: schema.TypeString, MaxBytes: 253, Rule: checkPrintable,
+				Description: "Exact name of the kubeconfig context (kubeconfig mode)."}),
+			schema.Optional("server", &schema.Schema{Type: schema.TypeString, MaxBytes: 2048, Rule: checkServer,
+				Description: "https URL of the API server (tokenFile mode)."}),
+			schema.Optional("tokenPath", absolutePathSchema("Absolute path of the bearer token file, re-read on every request (tokenFile mode).")),
+			schema.Optional("caPath", absolutePathSchema("Absolute path of the CA bundle of the API server (tokenFile mode).")),
 		},
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
+// object is a closed object of props with a description.
+func object(description string, props ...schema.Property) *schema.Schema {
+	return &schema.Schema{Type: schema.TypeObject, Description: description, Properties: props}
+}
 
-func absolutePathProperty(name, description string) driver.Property {
-	return driver.Property{Name: name, Type: driver.TypeString, MaxLength: 4096, Description: description,
-		Check: func(v any) (string, string) {
+func withRule(s *schema.Schema, rule func(any) (string, string)) *schema.Schema {
+	s.Rule = rule
+	return s
+}
+
+func absolutePathSchema(description string) *schema.Schema {
+	return &schema.Schema{Type: schema.TypeString, MaxBytes: 4096, Description: description,
+		Rule: func(v any) (string, string) {
 			s, _ := v.(string)
 			if !filepath.IsAbs(s) || filepath.Clean(s) != s || strings.ContainsRune(s, 0) {
 				return problem.DetailInvalidValue, "Must be an absolute, clean path."
@@ -187,49 +176,39 @@ func absolutePathProperty(name, description string) driver.Property {
 		}}
 }
 
-func imageProperty(name, description string) driver.Property {
-	return driver.Property{Name: name, Type: driver.TypeString, Required: true, MaxLength: 1024,
-		Pattern: reImageRef.String(), Description: description}
+func imageSchema(description string) *schema.Schema {
+	return &schema.Schema{Type: schema.TypeString, MaxBytes: 1024, Pattern: reImageRef.String(), Description: description}
 }
 
-func quantityItem() *driver.Property {
-	return &driver.Property{Type: driver.TypeString, MaxLength: 64, TypeMessage: quantityTypeMessage, Check: checkQuantity}
+func quantitySchema() *schema.Schema {
+	return &schema.Schema{Type: schema.TypeString, MaxBytes: 64, TypeMessage: quantityTypeMessage, Rule: checkQuantity}
 }
 
-func quantitiesProperty(name, description string) driver.Property {
-	q := func(n string) driver.Property {
-		p := *quantityItem()
-		p.Name, p.Required = n, true
-		return p
-	}
-	return driver.Property{Name: name, Type: driver.TypeObject, Required: true, Description: description,
-		Properties: []driver.Property{q("cpu"), q("memory")}}
+func quantitiesSchema(description string) *schema.Schema {
+	return object(description, schema.Required("cpu", quantitySchema()), schema.Required("memory", quantitySchema()))
 }
 
-func containerResourcesProperty(name, description string) driver.Property {
-	return driver.Property{Name: name, Type: driver.TypeObject, Required: true, Description: description,
-		Properties: []driver.Property{
-			quantitiesProperty("requests", "cpu and memory requests (quantity strings)."),
-			quantitiesProperty("limits", "cpu and memory limits (quantity strings), each at least the request."),
-		}}
+func containerResourcesSchema(description string) *schema.Schema {
+	return object(description,
+		schema.Required("requests", quantitiesSchema("cpu and memory requests (quantity strings).")),
+		schema.Required("limits", quantitiesSchema("cpu and memory limits (quantity strings), each at least the request.")),
+	)
 }
 
-// peerProperty is a NetworkPolicy peer: pods labelled podLabels in the namespace called namespace.
-func peerProperty(name string, required bool, description string) driver.Property {
-	labels := labelMapProperty("podLabels", "Labels the peer pods carry (at least one).")
-	labels.Required, labels.MinItems = true, 1
-	return driver.Property{Name: name, Type: driver.TypeObject, Required: required, Description: description,
-		Properties: []driver.Property{
-			{Name: "namespace", Type: driver.TypeString, Required: true, MaxLength: 63, Pattern: reDNSLabel.String(),
-				Description: "Name of the peer's Kubernetes namespace (DNS label)."},
-			labels,
-		}}
+// peerSchema is a NetworkPolicy peer: pods labelled podLabels in the namespace called namespace.
+func peerSchema(description string) *schema.Schema {
+	return object(description,
+		schema.Required("namespace", &schema.Schema{Type: schema.TypeString, MaxBytes: 63, Pattern: reDNSLabel.String(),
+			Description: "Name of the peer's Kubernetes namespace (DNS label)."}),
+		schema.Required("podLabels", labelMapSchema(1, "Labels the peer pods carry (at least one).")),
+	)
 }
 
-func labelMapProperty(name, description string) driver.Property {
-	return driver.Property{Name: name, Type: driver.TypeStringMap, MaxItems: 32, Description: description,
-		KeyCheck: checkLabelKey,
-		Items:    &driver.Property{Type: driver.TypeString, MaxLength: 63, Pattern: reLabelValue.String()}}
+// labelMapSchema is a map of Kubernetes labels, at least minLabels and at most 32.
+func labelMapSchema(minLabels int, description string) *schema.Schema {
+	return &schema.Schema{Type: schema.TypeObject, MinMembers: minLabels, MaxMembers: 32, CountIsValue: true,
+		Description: description, KeyRule: checkLabelKey,
+		Additional: &schema.Schema{Type: schema.TypeString, MaxBytes: 63, Pattern: reLabelValue.String()}}
 }
 
 // validLabelKey is Kubernetes' qualified name: [prefix/]name, prefix a DNS subdomain of at most
@@ -282,7 +261,7 @@ func checkServer(v any) (string, string) {
 }
 
 func checkGatewayPort(v any) (string, string) {
-	if n, _ := driver.IntegerValue(v); n == reservedGatewayPort {
+	if n, _ := schema.IntegerValue(v); n == reservedGatewayPort {
 		return problem.DetailInvalidValue, "Port 18791 is reserved for the gateway's internal listener."
 	}
 	return "", ""
@@ -426,7 +405,7 @@ func ParseConfig(configuration map[string]any, env driver.Environment) (Config, 
 
 	network := configuration["network"].(map[string]any)
 	cfg.DNS = parsePeer(network["dns"])
-	port, _ := driver.IntegerValue(network["gatewayPort"])
+	port, _ := schema.IntegerValue(network["gatewayPort"])
 	cfg.GatewayPort = int(port)
 	for _, c := range network["gatewayTrustedProxyCidrs"].([]any) {
 		cfg.GatewayTrustedProxyCIDRs = append(cfg.GatewayTrustedProxyCIDRs, c.(string))
@@ -439,7 +418,7 @@ func ParseConfig(configuration map[string]any, env driver.Environment) (Config, 
 	if cfg.ServicePrincipalTokenMode == TokenModeProjected {
 		cfg.ServicePrincipalAudience = spc["audience"].(string)
 		cfg.ServicePrincipalExpiry = DefaultTokenExpirationSec
-		if n, ok := driver.IntegerValue(spc["expirationSeconds"]); ok {
+		if n, ok := schema.IntegerValue(spc["expirationSeconds"]); ok {
 			cfg.ServicePrincipalExpiry = n
 		}
 	}
@@ -448,10 +427,10 @@ func ParseConfig(configuration map[string]any, env driver.Environment) (Config, 
 		cfg.NodeSelector = stringMap(rt["nodeSelector"])
 		cfg.GatewayNodeSelector = stringMap(rt["gatewayNodeSelector"])
 	}
-	if n, ok := driver.IntegerValue(configuration["requestTimeoutMs"]); ok {
+	if n, ok := schema.IntegerValue(configuration["requestTimeoutMs"]); ok {
 		cfg.RequestTimeout = time.Duration(n) * time.Millisecond
 	}
-	if n, ok := driver.IntegerValue(configuration["podTerminationTimeoutMs"]); ok {
+	if n, ok := schema.IntegerValue(configuration["podTerminationTimeoutMs"]); ok {
 		cfg.PodTerminationTimeout = time.Duration(n) * time.Millisecond
 	}
 	return cfg, nil

@@ -375,7 +375,7 @@ func (d *Compute) deleteIf(ctx context.Context, res kube.Resource, kind, namespa
 // PVCs, snapshots, ServiceAccounts, policies and Services stay: stop scales the Agent to zero and
 // keeps storage. A missing namespace is already stopped. While Pods terminate, a stop that may
 // yield returns *driver.StopYieldedError instead of blocking the worker.
-func (d *Compute) StopRevision(ctx context.Context, rev driver.Revision) error {
+func (d *Compute) StopRevision(ctx context.Context, rev driver.Revision, opts driver.StopOptions) error {
 	if !d.pinned(rev) {
 		return mismatchError()
 	}
@@ -383,10 +383,10 @@ func (d *Compute) StopRevision(ctx context.Context, rev driver.Revision) error {
 	if err != nil || tn == nil {
 		return err
 	}
-	return d.stopWorkloads(ctx, newPlan(rev, tn.Name))
+	return d.stopWorkloads(ctx, newPlan(rev, tn.Name), opts)
 }
 
-func (d *Compute) stopWorkloads(ctx context.Context, p *plan) error {
+func (d *Compute) stopWorkloads(ctx context.Context, p *plan, opts driver.StopOptions) error {
 	if err := d.deleteIf(ctx, kube.Deployments, "Deployment", p.ns, p.gateway, p.agentOwner, forRevision(p.rev.ID)); err != nil {
 		return err
 	}
@@ -395,13 +395,13 @@ func (d *Compute) stopWorkloads(ctx context.Context, p *plan) error {
 			return err
 		}
 	}
-	return d.waitPodsGone(ctx, p)
+	return d.waitPodsGone(ctx, p, opts)
 }
 
 // waitPodsGone waits until no Pod of the revision is left (the garbage collector removes them
 // after their Deployment). It yields when the caller allows it and says other work waits, or at
 // the timeout when yields are allowed; otherwise the timeout is a retryable failure.
-func (d *Compute) waitPodsGone(ctx context.Context, p *plan) error {
+func (d *Compute) waitPodsGone(ctx context.Context, p *plan, opts driver.StopOptions) error {
 	timeout := d.cfg.PodTerminationTimeout
 	if timeout <= 0 {
 		timeout = defaultPodTerminationTimeout
@@ -419,11 +419,11 @@ func (d *Compute) waitPodsGone(ctx context.Context, p *plan) error {
 		if len(pods.Items) == 0 {
 			return nil
 		}
-		if driver.StopShouldYield(ctx) {
+		if opts.ShouldYield(ctx) {
 			return yield
 		}
 		if time.Now().After(deadline) {
-			if driver.StopYieldAllowed(ctx) {
+			if opts.Yield {
 				return yield
 			}
 			return &driver.RetryableError{Code: CodeStopTimeout, Reason: "Pods of the revision did not terminate in time."}
@@ -451,7 +451,8 @@ func (d *Compute) RetireRevision(ctx context.Context, rev driver.Revision) error
 		return err
 	}
 	p := newPlan(rev, tn.Name)
-	if err := d.stopWorkloads(ctx, p); err != nil {
+	// A retirement never yields: it waits the termination out.
+	if err := d.stopWorkloads(ctx, p, driver.StopOptions{}); err != nil {
 		return err
 	}
 	if err := d.deleteIf(ctx, kube.ConfigMaps, "ConfigMap", p.ns, p.snapshot, p.revOwner, nil); err != nil {

@@ -256,7 +256,7 @@ func TestRevisionCapabilities(t *testing.T) {
 	if err != nil || r.Ready || r.RevisionID != other.ID {
 		t.Fatalf("mismatched prepare: %+v, %v", r, err)
 	}
-	rtWantCode(t, d.StopRevision(context.Background(), other), driver.CodeComputeDriverMismatch)
+	rtWantCode(t, d.StopRevision(context.Background(), other, driver.StopOptions{}), driver.CodeComputeDriverMismatch)
 	rtWantCode(t, d.RetireRevision(context.Background(), other), driver.CodeComputeDriverMismatch)
 }
 
@@ -415,7 +415,7 @@ func TestRevisionEmbeddedDeploy(t *testing.T) {
 	rtNoValueAnywhere(t, c, k8s, secretValue)
 
 	// Stop: the gateway goes, storage, snapshot and Service stay; repeating is a no-op.
-	if err := d.StopRevision(context.Background(), rev); err != nil {
+	if err := d.StopRevision(context.Background(), rev, driver.StopOptions{}); err != nil {
 		t.Fatalf("StopRevision: %v", err)
 	}
 	if rtExists(t, c, kube.Deployments, k8s, p.gateway) || len(rtRevisionPods(t, c, k8s, rev)) != 0 {
@@ -429,7 +429,7 @@ func TestRevisionEmbeddedDeploy(t *testing.T) {
 			t.Fatalf("stop removed %s %s", o.res.Plural, o.name)
 		}
 	}
-	if err := d.StopRevision(context.Background(), rev); err != nil {
+	if err := d.StopRevision(context.Background(), rev, driver.StopOptions{}); err != nil {
 		t.Fatalf("repeated StopRevision: %v", err)
 	}
 	if r := rtPrepareOnce(t, d, rev, rc); r.Ready {
@@ -575,15 +575,15 @@ func TestRevisionDedicated(t *testing.T) {
 			c.Kubelet().Resume()
 		}
 	})
-	yieldCtx := driver.WithStopYield(context.Background(), func(context.Context) bool { return true })
-	err := d.StopRevision(yieldCtx, rev1)
+	yieldNow := driver.StopOptions{Yield: true, OtherWorkWaiting: func(context.Context) bool { return true }}
+	err := d.StopRevision(context.Background(), rev1, yieldNow)
 	if !driver.IsStopYielded(err) {
 		t.Fatalf("StopRevision while Pods terminate: %v, want a yield", err)
 	}
 	c.Kubelet().Resume()
 	paused = false
 	wait.Until(t, wait.Long, "stop of revision 1", func() (bool, error) {
-		err := d.StopRevision(yieldCtx, rev1)
+		err := d.StopRevision(context.Background(), rev1, yieldNow)
 		if driver.IsStopYielded(err) {
 			return false, err
 		}
@@ -690,7 +690,7 @@ func TestRevisionRefusals(t *testing.T) {
 	if r := rtPrepareOnce(t, d, rev, rc); r.Ready {
 		t.Fatal("ready without a namespace")
 	}
-	if err := d.StopRevision(context.Background(), rev); err != nil {
+	if err := d.StopRevision(context.Background(), rev, driver.StopOptions{}); err != nil {
 		t.Fatalf("stop without a namespace: %v", err)
 	}
 	k8s := ensureTestNamespace(t, d, ns)
@@ -805,7 +805,7 @@ func TestRevisionAPIServerStopped(t *testing.T) {
 		t.Fatalf("described as %s", code)
 	}
 	for name, op := range map[string]func() error{
-		"StopRevision":   func() error { return d.StopRevision(context.Background(), rev) },
+		"StopRevision":   func() error { return d.StopRevision(context.Background(), rev, driver.StopOptions{}) },
 		"RetireRevision": func() error { return d.RetireRevision(context.Background(), rev) },
 		"Activate":       func() error { return d.ActivateRevision(context.Background(), rev, rc) },
 		"DeleteAgent": func() error {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/schema"
 )
 
 // Name is the implementation name of this driver.
@@ -41,29 +42,29 @@ type Config struct {
 
 // Schema is the closed configuration schema of the simulated driver.
 func Schema() driver.ObjectSchema {
-	ms := func(name, description string) driver.Property {
-		return driver.Property{Name: name, Type: driver.TypeInteger, Minimum: 0, Maximum: maxDelayMs, Default: 0, Description: description}
+	ms := func(name, description string) schema.Property {
+		return schema.Optional(name, schema.Defaulted(schema.SafeInteger(0, maxDelayMs), 0, description))
 	}
-	return driver.ObjectSchema{
+	enum := func(def, description string, values ...string) *schema.Schema {
+		return schema.Defaulted(schema.Enum(values...), def, description)
+	}
+	return driver.NewObjectSchema(&schema.Schema{
+		Type:        schema.TypeObject,
 		Description: "In-memory Compute Driver for tests, demos and load tests; refused in production.",
-		Properties: []driver.Property{
+		Properties: []schema.Property{
 			ms("namespaceReadyAfterMs", "Milliseconds after the first ensure until a Namespace is ready."),
 			ms("namespaceDeletedAfterMs", "Milliseconds after the first delete until a Namespace is deleted."),
 			ms("revisionReadyAfterMs", "Milliseconds after the first prepare until a revision is ready."),
 			ms("maintenanceIntervalMs", "Maintenance interval reported to the worker; 0 disables maintenance."),
 			ms("callDelayMs", "Real milliseconds every Namespace, revision and Agent call takes; cancellation is honoured."),
-			{
-				Name: "stoppedPredecessors", Type: driver.TypeString, Default: StoppedPredecessorsNever,
-				Enum:        []string{StoppedPredecessorsNever, StoppedPredecessorsDedicated, StoppedPredecessorsAlways},
-				Description: "Which revisions require stopped predecessors (exclusive replacement).",
-			},
-			{
-				Name: "activationOrder", Type: driver.TypeString, Default: driver.ActivationAfterCommit,
-				Enum:        []string{driver.ActivationAfterCommit, driver.ActivationBeforeCommit},
-				Description: "When the worker activates a ready revision relative to publishing it.",
-			},
+			schema.Optional("stoppedPredecessors", enum(StoppedPredecessorsNever,
+				"Which revisions require stopped predecessors (exclusive replacement).",
+				StoppedPredecessorsNever, StoppedPredecessorsDedicated, StoppedPredecessorsAlways)),
+			schema.Optional("activationOrder", enum(driver.ActivationAfterCommit,
+				"When the worker activates a ready revision relative to publishing it.",
+				driver.ActivationAfterCommit, driver.ActivationBeforeCommit)),
 		},
-	}
+	})
 }
 
 // ParseConfig validates configuration against Schema and returns the typed Config.
@@ -72,7 +73,7 @@ func ParseConfig(configuration map[string]any) (Config, error) {
 		return Config{}, err
 	}
 	ms := func(key string) time.Duration {
-		n, _ := driver.IntegerValue(configuration[key])
+		n, _ := schema.IntegerValue(configuration[key])
 		return time.Duration(n) * time.Millisecond
 	}
 	str := func(key, def string) string {

@@ -201,7 +201,7 @@ func (d *Driver) ReadyAfterObservations(id string, n int) {
 }
 
 // YieldStops makes the next n StopRevision calls on revision id that allow a yield
-// (driver.StopYieldAllowed) end early with *driver.StopYieldedError: the route is withdrawn but the
+// (driver.StopOptions.Yield) end early with *driver.StopYieldedError: the route is withdrawn but the
 // runtime keeps running, as workloads that are still terminating. A stop that does not allow a
 // yield waits the termination out: it clears the remaining yields and stops the revision. Failing
 // stops (FailStops) come first. It replaces an earlier setting for the same revision; n <= 0 clears
@@ -507,7 +507,7 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev driver.Revision, _ dri
 // YieldStops and FailStops adjust it per revision: a failing stop changes nothing; a yielding stop
 // withdraws the route, keeps the runtime (its workloads are still terminating) and returns
 // *driver.StopYieldedError.
-func (d *Driver) StopRevision(ctx context.Context, rev driver.Revision) error {
+func (d *Driver) StopRevision(ctx context.Context, rev driver.Revision, opts driver.StopOptions) error {
 	if _, err := d.enterRevision(ctx, OpStopRevision, rev); err != nil {
 		return err
 	}
@@ -518,7 +518,7 @@ func (d *Driver) StopRevision(ctx context.Context, rev driver.Revision) error {
 		return &driver.RetryableError{Code: CodeStopFailed, Reason: "The simulated stop failed."}
 	}
 	if n := d.yieldStops[rev.ID]; n > 0 {
-		if driver.StopYieldAllowed(ctx) {
+		if opts.Yield {
 			countDown(d.yieldStops, rev.ID)
 			if d.routed[rev.AgentID] == rev.ID {
 				delete(d.routed, rev.AgentID)

@@ -205,7 +205,7 @@ func TestHangReturnsPromptlyOnCancel(t *testing.T) {
 			return err
 		},
 		simulated.OpActivateRevision: func(ctx context.Context) error { return d.ActivateRevision(ctx, rev, driver.RevisionContext{}) },
-		simulated.OpStopRevision:     func(ctx context.Context) error { return d.StopRevision(ctx, rev) },
+		simulated.OpStopRevision:     func(ctx context.Context) error { return d.StopRevision(ctx, rev, driver.StopOptions{}) },
 		simulated.OpRetireRevision:   func(ctx context.Context) error { return d.RetireRevision(ctx, rev) },
 	}
 	for op, call := range calls {
@@ -311,7 +311,7 @@ func TestRevisionLifecycleAndFaults(t *testing.T) {
 	if got := d.RoutedRevision(rev.AgentID); got != rev.ID {
 		t.Fatalf("RoutedRevision = %q", got)
 	}
-	if err := d.StopRevision(ctx, rev); err != nil {
+	if err := d.StopRevision(ctx, rev, driver.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := d.Revision(rev.ID); s.Phase != simulated.PhaseStopped || s.Routed || s.Ready {
@@ -320,7 +320,7 @@ func TestRevisionLifecycleAndFaults(t *testing.T) {
 	if err := d.RetireRevision(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.StopRevision(ctx, rev); err != nil {
+	if err := d.StopRevision(ctx, rev, driver.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := d.Revision(rev.ID); s.Phase != simulated.PhaseRetired {
@@ -520,7 +520,7 @@ func TestHistoryRecordsEffectsInOrderAndReadinessAfterObservations(t *testing.T)
 			t.Fatalf("observation %d: ready %v err %v, want %v", i+1, r.Ready, err, want)
 		}
 	}
-	if err := d.StopRevision(ctx, rev); err != nil {
+	if err := d.StopRevision(ctx, rev, driver.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.RetireRevision(ctx, rev); err != nil {
@@ -539,7 +539,7 @@ func TestHistoryRecordsEffectsInOrderAndReadinessAfterObservations(t *testing.T)
 func TestYieldStopsAndFailStopsAreRecordedInHistory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	yielding := driver.WithStopYield(ctx, nil)
+	yielding := driver.StopOptions{Yield: true}
 	d := simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
 	rev := driver.Revision{ID: "rev_1", NamespaceID: "ns_1", AgentID: "agt_1", Number: 1,
 		Compute: driver.ComputeRef{ID: "compute-simulated", Implementation: simulated.Name}}
@@ -551,14 +551,14 @@ func TestYieldStopsAndFailStopsAreRecordedInHistory(t *testing.T) {
 	}
 	d.FailStops(rev.ID, 1)
 	d.YieldStops(rev.ID, 2)
-	err := d.StopRevision(yielding, rev)
+	err := d.StopRevision(ctx, rev, yielding)
 	if driver.Code(err) != simulated.CodeStopFailed || driver.IsPermanent(err) {
 		t.Fatalf("failing stop: %v", err)
 	}
 	if st, _ := d.Revision(rev.ID); st.Phase != simulated.PhasePrepared || !st.Routed {
 		t.Fatalf("a failed stop changed the world: %+v", st)
 	}
-	err = d.StopRevision(yielding, rev)
+	err = d.StopRevision(ctx, rev, yielding)
 	if !driver.IsStopYielded(err) || driver.Code(err) != driver.CodeComputeStopYielded || driver.ErrorClass(err) != "StopYieldedError" {
 		t.Fatalf("yielding stop: %v (class %s)", err, driver.ErrorClass(err))
 	}
@@ -566,13 +566,13 @@ func TestYieldStopsAndFailStopsAreRecordedInHistory(t *testing.T) {
 		t.Fatalf("a yielded stop keeps the runtime terminating without its route: %+v", st)
 	}
 	// A stop that does not allow a yield waits the termination out.
-	if err := d.StopRevision(ctx, rev); err != nil {
+	if err := d.StopRevision(ctx, rev, driver.StopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := d.Revision(rev.ID); st.Phase != simulated.PhaseStopped {
 		t.Fatalf("full-wait stop: %+v", st)
 	}
-	if err := d.StopRevision(yielding, rev); err != nil {
+	if err := d.StopRevision(ctx, rev, yielding); err != nil {
 		t.Fatalf("the full wait cleared the remaining yields: %v", err)
 	}
 	if n := d.Calls(simulated.OpStopRevision, rev.ID); n != 4 {
@@ -587,7 +587,11 @@ func TestYieldStopsAndFailStopsAreRecordedInHistory(t *testing.T) {
 	if stops != 4 {
 		t.Fatalf("history holds %d stops", stops)
 	}
-	if driver.StopShouldYield(yielding) || !driver.StopShouldYield(driver.WithStopYield(ctx, func(context.Context) bool { return true })) {
-		t.Fatal("StopShouldYield does not follow the hook")
+	waiting := func(context.Context) bool { return true }
+	if yielding.ShouldYield(ctx) || !(driver.StopOptions{Yield: true, OtherWorkWaiting: waiting}).ShouldYield(ctx) {
+		t.Fatal("ShouldYield does not follow the hook")
+	}
+	if (driver.StopOptions{OtherWorkWaiting: waiting}).ShouldYield(ctx) {
+		t.Fatal("ShouldYield without a yield allowed")
 	}
 }
