@@ -16,10 +16,10 @@ import (
 // deployed revision and a caller holding exactly the log permissions.
 type runtimeEnv struct {
 	*env
-	sim              *simulated.Driver
-	f                resourceFixtures
-	ns, base, secret string
-	reader           identity
+	sim      *simulated.Driver
+	f        resourceFixtures
+	ns, base string
+	reader   identity
 }
 
 func newRuntimeEnv(t *testing.T, opts ...envOption) runtimeEnv {
