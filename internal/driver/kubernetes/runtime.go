@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
@@ -284,13 +285,13 @@ func describePod(pod *runtimePodView, events []driver.RuntimeEvent, known []stri
 		if len(out.Containers) == driver.MaxRuntimeContainers {
 			break
 		}
-		c := driver.RuntimeContainer{Name: spec.Name, State: driver.ContainerUnknown, Image: clean(spec.Image, known, runtimelog.MaxFieldBytes)}
+		c := driver.RuntimeContainer{Name: spec.Name, State: driver.ContainerUnknown, Image: imageRef(spec.Image)}
 		if cs := pod.containerStatus(spec.Name); cs != nil {
 			c.Ready, c.RestartCount = cs.Ready, cs.RestartCount
 			if cs.Image != "" {
-				c.Image = clean(cs.Image, known, runtimelog.MaxFieldBytes)
+				c.Image = imageRef(cs.Image)
 			}
-			c.ImageID = clean(cs.ImageID, known, runtimelog.MaxFieldBytes)
+			c.ImageID = imageRef(cs.ImageID)
 			switch st := cs.State; {
 			case st.Waiting != nil:
 				c.State, c.Reason = driver.ContainerWaiting, clean(st.Waiting.Reason, known, driver.MaxEventReasonBytes)
@@ -433,8 +434,7 @@ func (d *Compute) RuntimeImages(ctx context.Context, rev driver.Revision) ([]dri
 				}
 				img.ImageID = cs.ImageID
 			}
-			img.Image, _ = runtimelog.Clean(img.Image, nil, runtimelog.MaxFieldBytes)
-			img.ImageID, _ = runtimelog.Clean(img.ImageID, nil, runtimelog.MaxFieldBytes)
+			img.Image, img.ImageID = imageRef(img.Image), imageRef(img.ImageID)
 			if seen[img] || len(out) == driver.MaxRuntimePods*driver.MaxRuntimeContainers {
 				continue
 			}
@@ -600,6 +600,20 @@ func runtimeError(err error) error {
 func clean(s string, known []string, limit int) string {
 	out, _ := runtimelog.Clean(s, known, limit)
 	return out
+}
+
+// imageRef bounds an image reference or ID. It is not redacted: a digest is long hex by design and
+// no secret, and the reference is the driver's own configuration.
+func imageRef(s string) string {
+	s = runtimelog.StripControls(s)
+	if len(s) <= runtimelog.MaxFieldBytes {
+		return s
+	}
+	cut := runtimelog.MaxFieldBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 func utc(t *time.Time) *time.Time {
