@@ -629,17 +629,22 @@ func (c *checker) recovery() {
 				continue
 			}
 			c.r.Counts["orphaned-claims"]++
+			// The claim's recovery comes before the next claim of its work: evidence after that
+			// belongs to a later claim (the dying worker had released this one itself).
+			var next time.Time
+			for _, other := range c.byWork[cl.WorkID] {
+				if t := *other.claim.ClaimedAt; t.After(*cl.ClaimedAt) && (next.IsZero() || t.Before(next)) {
+					next = t
+				}
+			}
+			later := !next.IsZero()
 			var recovered time.Time
 			for _, t := range evidence[cl.WorkID] {
-				if t.After(*cl.ClaimedAt) && (recovered.IsZero() || t.Before(recovered)) {
+				if t.After(*cl.ClaimedAt) && (!later || t.Before(next)) && (recovered.IsZero() || t.Before(recovered)) {
 					recovered = t
 				}
 			}
 			if recovered.IsZero() {
-				later := false
-				for _, other := range c.byWork[cl.WorkID] {
-					later = later || other.claim.ClaimedAt.After(*cl.ClaimedAt)
-				}
 				w, exists := rows[cl.WorkID]
 				switch {
 				case later || (exists && w.CompletedAt != nil && !w.CompletedAt.After(d.At)) ||

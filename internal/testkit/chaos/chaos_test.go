@@ -427,3 +427,32 @@ func TestEffectsUnderALiveClaimPass(t *testing.T) {
 		t.Fatalf("counts %v", r.Counts)
 	}
 }
+
+func TestRecoveryOfALaterClaimIsNotTheDeadClaimsRecovery(t *testing.T) {
+	// w1 deferred t1 (committed, line unwritten) and was SIGKILLed at 1700; w2 claimed the work
+	// at 1800 and was stopped past its lease; the LEASE_EXPIRED evidence at 4000 recovers t2. It
+	// is not t1's recovery: t1 was released before the death (the chaos run measured such
+	// evidence as a 14.5 s recovery of the dead claim).
+	b := &builder{}
+	b.claim("w1", 101, work1, agentA, "t1", 1, 1000)
+	b.renew("w1", 101, work1, agentA, "t1", worker.ResultOK, 1600)
+	b.claim("w2", 102, work1, agentA, "t2", 1, 1800)
+	b.claim("w2", 102, work1, agentA, "t3", 2, 9100)
+	b.publish("w2", 102, work1, agentA, "t3", worker.ResultAccepted, "complete", "succeeded", 9300)
+	b.release("w2", 102, work1, agentA, "t3", 9301)
+	h := History{Admitted: []Admission{{work1, agentA}}, Deaths: []Death{
+		{PID: 101, At: at(1700), Kind: "SIGKILL"}, {PID: 102, At: at(1900), Kind: "SIGSTOP"}}}
+	s := State{
+		Work:      []WorkRow{{Key: work1, AgentID: sp(agentA), State: "succeeded", AttemptCount: 2}},
+		Agents:    []Agent{{ID: agentA}},
+		Revisions: []Revision{{rev1, agentA}},
+		Evidence:  []Evidence{{work1, "LEASE_EXPIRED", at(4000)}},
+	}
+	r := check(b, h, s)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Counts["released-before-death"] != 1 || len(r.Recoveries) != 1 || r.Recoveries[0] != 2100*time.Millisecond {
+		t.Fatalf("counts %v, recoveries %v", r.Counts, r.Recoveries)
+	}
+}
