@@ -1,17 +1,24 @@
 package main_test
 
-// The chaos test: the real binaries under SIGKILL, SIGSTOP, terminated backends and a PostgreSQL
-// restart, checked by the history checker of internal/testkit/chaos.
+// The chaos test: the real binaries under SIGKILL, SIGSTOP, terminated backends, a PostgreSQL
+// fast-shutdown restart, PostgreSQL crashes (SIGKILL of every server process, then WAL recovery)
+// and SIGKILLs of one of two API replicas mid-request, checked by the history checker of
+// internal/testkit/chaos.
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -33,22 +40,60 @@ const (
 	// under -race, and the database round trips of the recovery statement.
 	chaosSlack = 3 * time.Second
 	// chaosOperations is the minimum number of mutating API operations the clients issue.
-	chaosOperations = 2000
+	chaosOperations = 5000
+	// chaosRounds is the number of fault rounds; the first restarts PostgreSQL with a fast
+	// shutdown, the others crash it.
+	chaosRounds = 3
+	// chaosConcurrency is each worker's OCC_WORKER_CONCURRENCY.
+	chaosConcurrency = 16
+	// chaosQuiescence bounds the wait for the backlog to drain after the faults.
+	chaosQuiescence = 150 * time.Second
 )
 
-// chaosClient is an API client that reports errors instead of failing the test (it runs in
-// goroutines, and the API answers 5xx while PostgreSQL restarts).
-type chaosClient struct {
-	base, key string
-	http      *http.Client
+// errUnknownOutcome is a request that was sent and got no answer (its replica died, or the
+// connection broke): it may or may not have taken effect.
+var errUnknownOutcome = errors.New("unknown outcome")
+
+// apiReplica is one `occ api` process; the chaos test runs two and SIGKILLs one at a time.
+type apiReplica struct {
+	port     int
+	mu       sync.Mutex
+	proc     *process
+	inflight atomic.Int64 // requests sent to it and not yet answered
 }
 
-func (c chaosClient) call(method, path string, body any) (int, map[string]any, error) {
+func (a *apiReplica) base() string { return fmt.Sprintf("http://127.0.0.1:%d", a.port) }
+
+// chaosClient is an API client over the replicas that reports errors instead of failing the test
+// (it runs in goroutines, and the API answers 5xx while PostgreSQL restarts).
+type chaosClient struct {
+	replicas []*apiReplica
+	key      string
+	http     *http.Client
+}
+
+// call sends one request to replica prefer, or to the next one when prefer refuses the
+// connection (nothing was sent: it cannot have taken effect). A request that was sent and got no
+// answer is errUnknownOutcome.
+func (c chaosClient) call(prefer int, method, path string, body any) (int, map[string]any, error) {
+	var err error
+	for i := range c.replicas {
+		var st int
+		var out map[string]any
+		st, out, err = c.callOne(c.replicas[(prefer+i)%len(c.replicas)], method, path, body)
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return st, out, err
+		}
+	}
+	return 0, nil, err
+}
+
+func (c chaosClient) callOne(r *apiReplica, method, path string, body any) (int, map[string]any, error) {
 	var raw []byte
 	if body != nil {
 		raw, _ = json.Marshal(body)
 	}
-	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(raw))
+	req, err := http.NewRequest(method, r.base()+path, bytes.NewReader(raw))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -56,13 +101,21 @@ func (c chaosClient) call(method, path string, body any) (int, map[string]any, e
 	if body != nil {
 		req.Header.Set("content-type", "application/json")
 	}
+	r.inflight.Add(1)
+	defer r.inflight.Add(-1)
 	resp, err := c.http.Do(req)
-	if err != nil {
+	if errors.Is(err, syscall.ECONNREFUSED) {
 		return 0, nil, err
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", errUnknownOutcome, err)
 	}
 	defer resp.Body.Close()
 	var out map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&out)
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil && !errors.Is(err, io.EOF) {
+		// The status line arrived, the body did not: the replica died mid-answer.
+		return 0, nil, fmt.Errorf("%w: %v", errUnknownOutcome, err)
+	}
 	return resp.StatusCode, out, nil
 }
 
@@ -84,7 +137,12 @@ type chaosRun struct {
 	workers []*chaosWorker
 	deaths  []chaos.Death
 	faults  map[string]int
+	apis    []*apiReplica
+	// served: per fault kind, the time from the fault until the API answered a request through
+	// the database again.
+	served map[string][]time.Duration
 
+	probeNS  string
 	admMu    sync.Mutex
 	admitted map[string]string // key → agent
 }
@@ -109,7 +167,10 @@ func (r *chaosRun) startWorker(w *chaosWorker) {
 	w.proc = start(r.t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": r.db.AppURL, "OCC_CONFIG_PATH": r.cfg,
 		"OCC_WORKER_POLL_INTERVAL_MS": fmt.Sprint(chaosPoll.Milliseconds()), "OCC_WORKER_LEASE_DURATION_MS": fmt.Sprint(chaosLease.Milliseconds()),
 		"OCC_WORKER_MAX_ATTEMPTS": fmt.Sprint(chaosMaxAttempts), "OCC_WORKER_DATABASE_TIMEOUT_MS": "5000",
-		"OCC_WORKER_EVENT_LOG": log}, "worker")
+		// 16 passes at a time per worker: with 4 (the default) the simulated calls' delays cap the
+		// two workers below the clients' rate, and the backlog outlasts the quiescence wait.
+		"OCC_WORKER_CONCURRENCY": fmt.Sprint(chaosConcurrency),
+		"OCC_WORKER_EVENT_LOG":   log}, "worker")
 }
 
 // kill SIGKILLs a worker and starts a new one in its slot.
@@ -135,6 +196,54 @@ func (r *chaosRun) pause(w *chaosWorker, d time.Duration) {
 	time.Sleep(d)
 	_ = p.Signal(syscall.SIGCONT)
 	r.fault("SIGSTOP")
+}
+
+func (r *chaosRun) startAPI(a *apiReplica) {
+	p := start(r.t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": r.db.AppURL, "OCC_CONFIG_PATH": r.cfg,
+		"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(a.port)}, "api")
+	wait.Eventually(r.t, wait.Medium, "api listening", func() bool { return len(p.events(false, "listening")) == 1 })
+	a.mu.Lock()
+	a.proc = p
+	a.mu.Unlock()
+}
+
+// killAPI SIGKILLs replica a while it has requests in flight (or after a bounded wait for one),
+// then starts it again on its port. It returns how many requests were in flight.
+func (r *chaosRun) killAPI(ctx context.Context, c chaosClient, a *apiReplica) int64 {
+	for range 200 {
+		if a.inflight.Load() > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	a.mu.Lock()
+	p := a.proc
+	a.mu.Unlock()
+	began := time.Now()
+	inflight := a.inflight.Load()
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	r.fault("api-kill")
+	time.Sleep(300 * time.Millisecond)
+	r.startAPI(a)
+	r.servedAgain(ctx, "api-kill", began, c, a)
+	return inflight
+}
+
+// servedAgain records when replica a first answers a read through the database after a fault
+// that began at began (bounded: a fault the API never recovers from fails the test).
+func (r *chaosRun) servedAgain(ctx context.Context, kind string, began time.Time, c chaosClient, a *apiReplica) {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if st, _, err := c.callOne(a, "GET", "/namespaces/"+r.probeNS, nil); err == nil && st == 200 {
+			r.mu.Lock()
+			r.served[kind] = append(r.served[kind], time.Since(began))
+			r.mu.Unlock()
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	r.t.Errorf("%s: the API did not answer again within 60 s", kind)
 }
 
 // terminateBackends runs pg_terminate_backend on every worker connection (application_name
@@ -195,7 +304,8 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 			_ = os.RemoveAll(dir)
 		})
 	}
-	r := &chaosRun{t: t, srv: srv, db: db, owner: ownerPool, logDir: logDir, faults: map[string]int{},
+	r := &chaosRun{t: t, srv: srv, db: db, owner: ownerPool, logDir: logDir, faults: map[string]int{}, probeNS: defaultNS,
+		served:   map[string][]time.Duration{},
 		admitted: map[string]string{"namespace:" + defaultNS + ":reconcile:ready": ""},
 		cfg:      simulatedConfig(t, "{callDelayMs: 40, revisionReadyAfterMs: 100}")}
 	for slot := range 2 {
@@ -203,10 +313,12 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 		r.startWorker(w)
 		r.workers = append(r.workers, w)
 	}
-	port := freePort(t)
-	api := start(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": db.AppURL, "OCC_CONFIG_PATH": r.cfg,
-		"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port)}, "api")
-	wait.Eventually(t, wait.Medium, "api listening", func() bool { return len(api.events(false, "listening")) == 1 })
+	// Two API replicas on one database; the clients spread their requests over both.
+	for range 2 {
+		a := &apiReplica{port: freePort(t)}
+		r.startAPI(a)
+		r.apis = append(r.apis, a)
+	}
 	raw, err := os.ReadFile(keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -215,12 +327,12 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 		Data struct{ Key string } `json:"data"`
 	}
 	_ = json.Unmarshal(raw, &keyDoc)
-	c := chaosClient{base: fmt.Sprintf("http://127.0.0.1:%d", port), key: keyDoc.Data.Key, http: &http.Client{Timeout: 15 * time.Second}}
+	c := chaosClient{replicas: r.apis, key: keyDoc.Data.Key, http: &http.Client{Timeout: 15 * time.Second}}
 
 	// Setup: two more Namespaces, a Configuration in each.
 	namespaces := []string{defaultNS}
 	for i := range 2 {
-		st, body, err := c.call("POST", "/namespaces", map[string]any{"name": fmt.Sprintf("chaos-%d", i)})
+		st, body, err := c.call(0, "POST", "/namespaces", map[string]any{"name": fmt.Sprintf("chaos-%d", i)})
 		if err != nil || st != 201 {
 			t.Fatalf("namespace: %d %v %v", st, body, err)
 		}
@@ -243,7 +355,7 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 	})
 	configs := map[string]string{}
 	for _, ns := range namespaces {
-		st, body, err := c.call("POST", "/namespaces/"+ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})
+		st, body, err := c.call(0, "POST", "/namespaces/"+ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})
 		if err != nil || st != 201 {
 			t.Fatalf("configuration: %d %v %v", st, body, err)
 		}
@@ -277,23 +389,41 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 		}
 	}()
 
-	// Clients: a steady stream of Agent operations on every Namespace.
-	var issued, accepted, reads atomic.Int64
+	// Clients: a steady stream of Agent operations on every Namespace, spread over both replicas.
+	// A request without an answer is an unknown outcome: it admits nothing (the checker is not told
+	// to expect its work), and if it did take effect, the work row it created is found by the
+	// admission snapshots, the workers' claims or the final state, like any other row; so it is
+	// neither counted lost nor expected twice.
+	var issued, accepted, unknown, reads atomic.Int64
 	statuses := sync.Map{}
 	chaosDone := make(chan struct{})
 	var clients sync.WaitGroup
-	deadline := time.Now().Add(150 * time.Second)
+	deadline := time.Now().Add(420 * time.Second)
 	// A steady stream: about 50 operations a second in all, so the workers keep up and the
 	// backlog at the end stays small.
 	pace := time.NewTicker(20 * time.Millisecond)
 	defer pace.Stop()
-	for g := range 4 {
+	// Eight goroutines, so that the pace holds when a loaded machine slows each answer down.
+	for g := range 8 {
 		clients.Add(1)
 		go func() {
 			defer clients.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 42))
 			type agentRef struct{ ns, id string }
 			var agents []agentRef
+			// sent reports whether a request was answered; an unknown outcome is counted as issued.
+			sent := func(op string, err error) bool {
+				if errors.Is(err, errUnknownOutcome) {
+					issued.Add(1)
+					unknown.Add(1)
+					v, _ := statuses.LoadOrStore(op+" unknown", new(atomic.Int64))
+					v.(*atomic.Int64).Add(1)
+				}
+				if err != nil {
+					time.Sleep(100 * time.Millisecond) // a replica is away: do not spin
+				}
+				return err == nil
+			}
 			note := func(op string, st int) {
 				issued.Add(1)
 				if st >= 200 && st < 300 {
@@ -318,11 +448,12 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 				}
 				<-pace.C
 				ns := namespaces[(g+n)%len(namespaces)]
+				replica := (g + n) % len(r.apis)
 				switch p := rng.IntN(100); {
 				case len(agents) < 4 || p < 12:
-					st, body, err := c.call("POST", "/namespaces/"+ns+"/agents", map[string]any{
+					st, body, err := c.call(replica, "POST", "/namespaces/"+ns+"/agents", map[string]any{
 						"name": fmt.Sprintf("a-%d-%d", g, n), "configurationId": configs[ns], "harnessAuth": map[string]any{"method": "runtime"}})
-					if err != nil {
+					if !sent("create", err) {
 						continue
 					}
 					note("create", st)
@@ -331,8 +462,8 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 					}
 				case p < 60: // deploy (a redeploy when the Agent already runs)
 					a := agents[rng.IntN(len(agents))]
-					st, body, err := c.call("POST", "/namespaces/"+a.ns+"/agents/"+a.id+"/deploy", nil)
-					if err != nil {
+					st, body, err := c.call(replica, "POST", "/namespaces/"+a.ns+"/agents/"+a.id+"/deploy", nil)
+					if !sent("deploy", err) {
 						continue
 					}
 					note("deploy", st)
@@ -341,16 +472,16 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 					}
 				case p < 82:
 					a := agents[rng.IntN(len(agents))]
-					st, _, err := c.call("POST", "/namespaces/"+a.ns+"/agents/"+a.id+"/stop", nil)
-					if err != nil {
+					st, _, err := c.call(replica, "POST", "/namespaces/"+a.ns+"/agents/"+a.id+"/stop", nil)
+					if !sent("stop", err) {
 						continue
 					}
 					note("stop", st)
 				case p < 92:
 					i := rng.IntN(len(agents))
 					a := agents[i]
-					st, _, err := c.call("DELETE", "/namespaces/"+a.ns+"/agents/"+a.id, nil)
-					if err != nil {
+					st, _, err := c.call(replica, "DELETE", "/namespaces/"+a.ns+"/agents/"+a.id, nil)
+					if !sent("delete", err) {
 						continue
 					}
 					note("delete", st)
@@ -360,7 +491,7 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 					}
 				default:
 					a := agents[rng.IntN(len(agents))]
-					if _, _, err := c.call("GET", "/namespaces/"+a.ns+"/agents/"+a.id, nil); err == nil {
+					if _, _, err := c.call(replica, "GET", "/namespaces/"+a.ns+"/agents/"+a.id, nil); err == nil {
 						reads.Add(1)
 					}
 				}
@@ -371,7 +502,7 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 	// Chaos: one fault at a time, each given lease + a margin to be recovered from.
 	gap := func() { time.Sleep(chaosLease + 1500*time.Millisecond) }
 	time.Sleep(3 * time.Second)
-	for round := range 2 {
+	for round := range chaosRounds {
 		a, b := r.workers[round%2], r.workers[(round+1)%2]
 		r.kill(a)
 		gap()
@@ -380,7 +511,7 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 		r.pause(b, 2*chaosLease+time.Second)
 		gap()
 		// Stopped just beyond the lease: it wakes while the other worker holds some of its
-		// recovered claims, so its renewals and publishes must be refused (the fence).
+		// recovered claims, so its renewals, effects and publishes must be refused (the fence).
 		r.pause(a, chaosLease+1200*time.Millisecond)
 		gap()
 		for range 3 {
@@ -388,21 +519,29 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 			time.Sleep(700 * time.Millisecond)
 		}
 		gap()
+		t.Logf("api-kill: replica %d SIGKILLed with %d requests in flight", round%2, r.killAPI(ctx, c, r.apis[round%2]))
+		gap()
+		began := time.Now()
+		kind := "postgres-crash"
 		if round == 0 {
 			srv.Stop()
-			time.Sleep(1500 * time.Millisecond)
-			if err := srv.Start(ctx); err != nil {
-				t.Fatalf("restart PostgreSQL: %v", err)
-			}
-			r.fault("postgres-restart")
-			gap()
-			gap()
+			kind = "postgres-restart"
+		} else if err := srv.Crash(); err != nil {
+			t.Fatalf("crash PostgreSQL: %v", err)
 		}
+		time.Sleep(1500 * time.Millisecond)
+		if err := srv.Start(ctx); err != nil {
+			t.Fatalf("restart PostgreSQL after %s: %v", kind, err)
+		}
+		r.fault(kind)
+		r.servedAgain(ctx, kind, began, c, r.apis[(round+1)%2])
+		gap()
+		gap()
 	}
 	close(chaosDone)
 	clients.Wait()
-	t.Logf("clients: %d mutating operations issued (%d accepted), %d reads, after %v", issued.Load(), accepted.Load(), reads.Load(),
-		time.Since(began).Round(time.Second))
+	t.Logf("clients: %d mutating operations issued (%d accepted, %d unknown outcome), %d reads, after %v", issued.Load(), accepted.Load(),
+		unknown.Load(), reads.Load(), time.Since(began).Round(time.Second))
 	statuses.Range(func(k, v any) bool { t.Logf("  %s: %d", k, v.(*atomic.Int64).Load()); return true })
 	if issued.Load() < chaosOperations {
 		t.Errorf("only %d operations issued, want ≥ %d", issued.Load(), chaosOperations)
@@ -410,7 +549,7 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 
 	// Quiescence: nothing claimed and nothing claimable, or a bounded wait.
 	quiet := 0
-	qDeadline := time.Now().Add(90 * time.Second)
+	qDeadline := time.Now().Add(chaosQuiescence)
 	for quiet < 3 && time.Now().Before(qDeadline) {
 		var busy int
 		err := ownerPool.QueryRow(ctx, `SELECT count(*) FROM occ.controller_work WHERE state = 'claimed'
@@ -423,7 +562,7 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	if quiet < 3 {
-		t.Errorf("no quiescence within 90 s")
+		t.Errorf("no quiescence within %v", chaosQuiescence)
 	}
 	end := time.Now()
 	close(stopSnap)
@@ -456,8 +595,33 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 	t.Logf("recovery after a worker death (%d orphaned claims): p50 %v, p90 %v, max %v (bound lease+poll+slack = %v)",
 		len(report.Recoveries), p50.Round(time.Millisecond), p90.Round(time.Millisecond), maxD.Round(time.Millisecond),
 		chaosLease+chaosPoll+chaosSlack)
+	for _, kind := range slices.Sorted(maps.Keys(r.served)) {
+		d := slices.Sorted(slices.Values(r.served[kind]))
+		t.Logf("API serving again after %s: %v", kind, roundAll(d))
+	}
 	t.Logf("total %v", time.Since(began).Round(time.Second))
+	// One line to copy into docs/performance.md.
+	t.Logf("chaos figures: operations %d (accepted %d, unknown outcome %d); faults %s; recovery of orphaned claims (%d) p50 %v p90 %v max %v; violations %d",
+		issued.Load(), accepted.Load(), unknown.Load(), faultList(r.faults), len(report.Recoveries),
+		p50.Round(time.Millisecond), p90.Round(time.Millisecond), maxD.Round(time.Millisecond), len(report.Violations))
 	if err := report.Err(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func roundAll(d []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(d))
+	for i, x := range d {
+		out[i] = x.Round(time.Millisecond)
+	}
+	return out
+}
+
+// faultList is "kind n, …" in kind order.
+func faultList(faults map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(faults)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, faults[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -181,6 +181,7 @@ const (
 	InvOneActive       = "one-active-revision"
 	InvRecovery        = "recovery-bound"
 	InvHistoryWellForm = "well-formed-history"
+	InvEffectAfterLoss = "no-effect-after-loss"
 )
 
 // Violation is one broken invariant.
@@ -239,7 +240,8 @@ type claimInfo struct {
 	holds     []hold // database times at which the token verifiably held an unexpired lease
 	released  bool
 	published []worker.Event
-	ended     bool // an accepted publish moved the row out of this claim
+	ended     bool           // an accepted publish moved the row out of this claim
+	events    []worker.Event // every event of the token after its claim, in the order it logged them
 }
 
 type hold struct {
@@ -266,6 +268,7 @@ func Check(h History, s State, o Options) Report {
 	c.exclusion()
 	c.activeRevision()
 	c.recovery()
+	c.effectsAfterLoss()
 	sort.SliceStable(c.r.Violations, func(i, j int) bool { return c.r.Violations[i].Invariant < c.r.Violations[j].Invariant })
 	return c.r
 }
@@ -320,6 +323,7 @@ func (c *checker) index() {
 			c.fail(InvHistoryWellForm, "%s event of %s by process %s for token %s that it never claimed", e.Type, e.WorkID, e.Process, e.Token)
 			continue
 		}
+		ci.events = append(ci.events, e)
 		if ci.claim.Process != e.Process {
 			c.fail(InvHistoryWellForm, "%s event of %s by process %s for token %s claimed by process %s", e.Type, e.WorkID, e.Process, e.Token, ci.claim.Process)
 		}
@@ -625,17 +629,22 @@ func (c *checker) recovery() {
 				continue
 			}
 			c.r.Counts["orphaned-claims"]++
+			// The claim's recovery comes before the next claim of its work: evidence after that
+			// belongs to a later claim (the dying worker had released this one itself).
+			var next time.Time
+			for _, other := range c.byWork[cl.WorkID] {
+				if t := *other.claim.ClaimedAt; t.After(*cl.ClaimedAt) && (next.IsZero() || t.Before(next)) {
+					next = t
+				}
+			}
+			later := !next.IsZero()
 			var recovered time.Time
 			for _, t := range evidence[cl.WorkID] {
-				if t.After(*cl.ClaimedAt) && (recovered.IsZero() || t.Before(recovered)) {
+				if t.After(*cl.ClaimedAt) && (!later || t.Before(next)) && (recovered.IsZero() || t.Before(recovered)) {
 					recovered = t
 				}
 			}
 			if recovered.IsZero() {
-				later := false
-				for _, other := range c.byWork[cl.WorkID] {
-					later = later || other.claim.ClaimedAt.After(*cl.ClaimedAt)
-				}
 				w, exists := rows[cl.WorkID]
 				switch {
 				case later || (exists && w.CompletedAt != nil && !w.CompletedAt.After(d.At)) ||
@@ -658,6 +667,76 @@ func (c *checker) recovery() {
 			}
 		}
 	}
+}
+
+// effectsAfterLoss: a driver effect starts only under a claim that is still the item's. An
+// effect-start of token T is a violation once T was lost for certain: after its release, after a
+// renewal or publish of T that the fence refused, or after a newer claim of T's lane was logged
+// (the lease ran out and someone else took the lane) with no confirmation of T since. The worker
+// renews the claim just before each effect, so none of these can precede an effect-start unless
+// the process stalled between that renewal and the call: a SIGSTOP of the process in that window
+// is counted (effects-after-stop), not failed, because a lease cannot fence a paused process.
+func (c *checker) effectsAfterLoss() {
+	for _, ci := range c.claims {
+		confirmed := ci.claim // T's latest confirmation: its claim or an extending renewal
+		var lost *worker.Event
+		for i := range ci.events {
+			e := &ci.events[i]
+			switch {
+			case e.Type == worker.EventRenew && (e.Result == worker.ResultOK || e.Result == worker.ResultLate):
+				confirmed = *e
+			case lost == nil && e.Type == worker.EventRelease,
+				lost == nil && (e.Type == worker.EventRenew || e.Type == worker.EventPublish) && e.Result == worker.ResultRefused:
+				lost = e
+			case e.Type == worker.EventEffectStart:
+				c.r.Counts["effects"]++
+				c.effectAfterLoss(ci, confirmed, lost, *e)
+			}
+		}
+	}
+}
+
+func (c *checker) effectAfterLoss(ci *claimInfo, confirmed worker.Event, lost *worker.Event, e worker.Event) {
+	why := ""
+	if lost != nil {
+		why = fmt.Sprintf("its %s (%s) at %s", lost.Type, lost.Result+lost.Outcome, lost.At.Format(time.RFC3339Nano))
+	} else {
+		held, ok := dbTime(confirmed, c.o.Lease)
+		if !ok {
+			held = *ci.claim.ClaimedAt
+		}
+		for _, b := range c.byLane[ci.claim.Lane] {
+			if b != ci && b.claim.At.After(ci.claim.At) && b.claim.At.After(held) && b.claim.At.Before(e.At) {
+				why = fmt.Sprintf("the newer claim %s token %s (process %s) at %s, after its last confirmation at %s",
+					b.claim.WorkID, b.claim.Token, b.claim.Process, b.claim.At.Format(time.RFC3339Nano), held.Format(time.RFC3339Nano))
+				break
+			}
+		}
+	}
+	if why == "" {
+		return
+	}
+	if lost == nil || lost.Type != worker.EventRelease {
+		from := confirmed.At
+		if confirmed.SentAt != nil {
+			from = *confirmed.SentAt
+		}
+		for _, d := range c.h.Deaths {
+			if d.Kind == "SIGSTOP" && d.PID == e.PID && !d.At.Before(from) && d.At.Before(e.At) {
+				c.r.Counts["effects-after-stop"]++
+				return
+			}
+		}
+	}
+	c.fail(InvEffectAfterLoss, "%s token %s (process %s) started an effect%s at %s after %s",
+		e.WorkID, e.Token, e.Process, callName(e.Call), e.At.Format(time.RFC3339Nano), why)
+}
+
+func callName(call string) string {
+	if call == "" {
+		return ""
+	}
+	return " (" + call + ")"
 }
 
 func deref(p *string) string {

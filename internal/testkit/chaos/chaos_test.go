@@ -349,3 +349,110 @@ func TestReadEventLogsSkipsATornLastLine(t *testing.T) {
 		t.Fatal("garbage accepted")
 	}
 }
+
+func (b *builder) effect(proc string, pid int, work, lane, token, typ, result string, ms int) {
+	b.add(proc, pid, worker.Event{Type: typ, At: at(ms), WorkID: work, Lane: lane, Token: token, Result: result, Call: "ActivateRevision"})
+}
+
+// renewSent is a renewal sent at sentMs and answered at ms.
+func (b *builder) renewSent(proc string, pid int, work, lane, token, result string, sentMs, ms int) {
+	b.renew(proc, pid, work, lane, token, result, ms)
+	b.events[len(b.events)-1].SentAt = tp(sentMs)
+}
+
+func TestEffectAfterTheClaimWasLost(t *testing.T) {
+	// t1's renewal is refused by the fence, and w1 still starts an effect under t1.
+	b, h, s := healthy()
+	b.effect("w1", 101, work1, agentA, "t1", worker.EventEffectStart, "", 1650)
+	h.Deaths = nil
+	b.renew("w1", 101, work1, agentA, "t1", worker.ResultRefused, 1680)
+	b.effect("w1", 101, work1, agentA, "t1", worker.EventEffectStart, "", 1690)
+	wantViolation(t, check(b, h, s), InvEffectAfterLoss, "t1", "started an effect (ActivateRevision)", "renew (refused)")
+
+	// An effect after the token's release.
+	b, h, s = healthy()
+	b.effect("w2", 102, work2, agentA, "t4", worker.EventEffectStart, "", 7300)
+	wantViolation(t, check(b, h, s), InvEffectAfterLoss, "t4", "release (success)")
+
+	// t1's lease (confirmed at 1600, so to 3600) ran out and t2 took the work at 3700 (logged
+	// then); w1, never stopped, starts an effect under t1 at 3800 without a confirmation since.
+	b, h, s = healthy()
+	h.Deaths = nil
+	b.effect("w1", 101, work1, agentA, "t1", worker.EventEffectStart, "", 3800)
+	s.Evidence = nil
+	wantViolation(t, check(b, h, s), InvEffectAfterLoss, "t1", "the newer claim "+work1+" token t2")
+}
+
+func TestEffectsUnderALiveClaimPass(t *testing.T) {
+	b, h, s := healthy()
+	h.Deaths = []Death{{PID: 101, At: at(1700), Kind: "SIGKILL"}}
+	// t1 renews just before its effect, which ends normally; a later refused renewal ends an
+	// effect in flight as claim_lost: no effect starts after the loss.
+	b.effect("w1", 101, work1, agentA, "t1", worker.EventEffectStart, "", 1610)
+	b.effect("w1", 101, work1, agentA, "t1", worker.EventEffectEnd, worker.ResultOK, 1650)
+	b.renew("w1", 101, work1, agentA, "t1", worker.ResultOK, 1660)
+	b.effect("w1", 101, work1, agentA, "t1", worker.EventEffectStart, "", 1665)
+	b.renew("w1", 101, work1, agentA, "t1", worker.ResultRefused, 1690)
+	b.effect("w1", 101, work1, agentA, "t1", worker.EventEffectEnd, "claim_lost", 1695)
+	// A newer claim of the lane starts effects under its own confirmations.
+	stop := "agent:agt_a:reconcile:stopped:s2"
+	b.claim("w2", 102, stop, agentA, "t6", 1, 8000)
+	b.effect("w2", 102, stop, agentA, "t6", worker.EventEffectStart, "", 8010)
+	b.effect("w2", 102, stop, agentA, "t6", worker.EventEffectEnd, worker.ResultOK, 8100)
+	b.publish("w2", 102, stop, agentA, "t6", worker.ResultAccepted, "complete", "succeeded", 8200)
+	b.release("w2", 102, stop, agentA, "t6", 8201)
+	s.Work = append(s.Work, WorkRow{Key: stop, AgentID: sp(agentA), State: "succeeded", AttemptCount: 1})
+	r := check(b, h, s)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Counts["effects"] != 3 || r.Counts["effects-after-stop"] != 0 {
+		t.Fatalf("counts %v", r.Counts)
+	}
+
+	// A process stopped between the renewal before its effect (sent 1590, answered 1600) and the
+	// effect's start: the newer claim at 3700 is counted, not failed (no lease fences a paused
+	// process).
+	b, h, s = healthy()
+	h.Deaths = []Death{{PID: 101, At: at(1605), Kind: "SIGSTOP"}}
+	b.renewSent("w1", 101, work1, agentA, "t1", worker.ResultOK, 1590, 1600)
+	b.effect("w1", 101, work1, agentA, "t1", worker.EventEffectStart, "", 4605)
+	b.renew("w1", 101, work1, agentA, "t1", worker.ResultRefused, 4610)
+	b.effect("w1", 101, work1, agentA, "t1", worker.EventEffectEnd, "claim_lost", 4620)
+	r = check(b, h, s)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Counts["effects-after-stop"] != 1 {
+		t.Fatalf("counts %v", r.Counts)
+	}
+}
+
+func TestRecoveryOfALaterClaimIsNotTheDeadClaimsRecovery(t *testing.T) {
+	// w1 deferred t1 (committed, line unwritten) and was SIGKILLed at 1700; w2 claimed the work
+	// at 1800 and was stopped past its lease; the LEASE_EXPIRED evidence at 4000 recovers t2. It
+	// is not t1's recovery: t1 was released before the death (the chaos run measured such
+	// evidence as a 14.5 s recovery of the dead claim).
+	b := &builder{}
+	b.claim("w1", 101, work1, agentA, "t1", 1, 1000)
+	b.renew("w1", 101, work1, agentA, "t1", worker.ResultOK, 1600)
+	b.claim("w2", 102, work1, agentA, "t2", 1, 1800)
+	b.claim("w2", 102, work1, agentA, "t3", 2, 9100)
+	b.publish("w2", 102, work1, agentA, "t3", worker.ResultAccepted, "complete", "succeeded", 9300)
+	b.release("w2", 102, work1, agentA, "t3", 9301)
+	h := History{Admitted: []Admission{{work1, agentA}}, Deaths: []Death{
+		{PID: 101, At: at(1700), Kind: "SIGKILL"}, {PID: 102, At: at(1900), Kind: "SIGSTOP"}}}
+	s := State{
+		Work:      []WorkRow{{Key: work1, AgentID: sp(agentA), State: "succeeded", AttemptCount: 2}},
+		Agents:    []Agent{{ID: agentA}},
+		Revisions: []Revision{{rev1, agentA}},
+		Evidence:  []Evidence{{work1, "LEASE_EXPIRED", at(4000)}},
+	}
+	r := check(b, h, s)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Counts["released-before-death"] != 1 || len(r.Recoveries) != 1 || r.Recoveries[0] != 2100*time.Millisecond {
+		t.Fatalf("counts %v, recoveries %v", r.Counts, r.Recoveries)
+	}
+}

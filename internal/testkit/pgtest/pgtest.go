@@ -11,6 +11,7 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -270,20 +272,85 @@ func startPrivateServer(ctx context.Context, durable bool) (string, func(), erro
 			cleanupDir()
 			return "", nil, err
 		}
-		stop, err := runServer(ctx, bin, data, dir, port, cred, durable)
+		pm, err := runServer(ctx, bin, data, dir, port, cred, durable)
 		if err != nil {
 			lastErr = err
 			continue
 		}
 		adminURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-		return adminURL, func() { stop(); cleanupDir() }, nil
+		return adminURL, func() { pm.stop(); cleanupDir() }, nil
 	}
 	cleanupDir()
 	return "", nil, fmt.Errorf("start postgres: %w", lastErr)
 }
 
-func runServer(ctx context.Context, bin, data, sockDir string, port int, cred *syscall.Credential, durable bool) (func(), error) {
-	logFile, err := os.Create(filepath.Join(sockDir, fmt.Sprintf("postgres-%d.log", port)))
+// postmaster is one running postgres process.
+type postmaster struct {
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	logFile *os.File
+}
+
+// stop shuts the server down (fast shutdown), killing it if it does not stop within 20 s.
+func (p *postmaster) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.logFile.Close()
+}
+
+// crash SIGKILLs the postmaster and then its whole process group (the postmaster leads its own
+// group), so that no backend outlives it still attached to the shared memory a new postmaster
+// must create, and waits until none is left.
+func (p *postmaster) crash() error {
+	pid := p.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	<-p.exited
+	p.logFile.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		if !groupAlive(pid) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pgtest: processes of group %d survive SIGKILL", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// groupAlive reports whether a process of group pgid is still running. Zombies do not count: the
+// reaper of an orphaned backend may be slow or absent, and a zombie holds no shared memory.
+func groupAlive(pgid int) bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid pgrp …; comm may contain spaces and parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) >= 3 && f[0] != "Z" && f[0] != "X" && f[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
+}
+
+func runServer(ctx context.Context, bin, data, sockDir string, port int, cred *syscall.Credential, durable bool) (*postmaster, error) {
+	logFile, err := os.OpenFile(filepath.Join(sockDir, fmt.Sprintf("postgres-%d.log", port)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -302,24 +369,16 @@ func runServer(ctx context.Context, bin, data, sockDir string, port int, cred *s
 		logFile.Close()
 		return nil, err
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGINT) // fast shutdown
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		logFile.Close()
-	}
+	p := &postmaster{cmd: cmd, exited: make(chan struct{}), logFile: logFile}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
 	adminURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	deadline := time.Now().Add(30 * time.Second)
+	// A start after a crash replays the WAL first: allow for it.
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case <-exited:
+		case <-p.exited:
 			log, _ := os.ReadFile(logFile.Name())
+			logFile.Close()
 			return nil, fmt.Errorf("postgres exited during startup: %s", log)
 		default:
 		}
@@ -328,10 +387,10 @@ func runServer(ctx context.Context, bin, data, sockDir string, port int, cred *s
 		cancel()
 		if err == nil {
 			conn.Close(ctx)
-			return stop, nil
+			return p, nil
 		}
 		if time.Now().After(deadline) {
-			stop()
+			p.stop()
 			return nil, fmt.Errorf("postgres did not accept connections: %w", err)
 		}
 		time.Sleep(50 * time.Millisecond)

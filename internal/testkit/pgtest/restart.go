@@ -29,7 +29,7 @@ type Server struct {
 	port    int
 	cred    *syscall.Credential
 	durable bool
-	stop    func() // nil while the server is down
+	pm      *postmaster // nil while the server is down
 }
 
 // StartRestartableServer initdbs and starts a cluster like StartServer, keeping what Restart
@@ -65,7 +65,7 @@ func StartRestartableServer(ctx context.Context, o ServerOptions) (*Server, erro
 		if s.port, err = freePort(); err != nil {
 			break
 		}
-		if s.stop, lastErr = runServer(ctx, bin, s.data, dir, s.port, cred, o.Durable); lastErr == nil {
+		if s.pm, lastErr = runServer(ctx, bin, s.data, dir, s.port, cred, o.Durable); lastErr == nil {
 			s.AdminURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
 			return s, nil
 		}
@@ -78,24 +78,43 @@ func StartRestartableServer(ctx context.Context, o ServerOptions) (*Server, erro
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stop != nil {
-		s.stop()
-		s.stop = nil
+	if s.pm != nil {
+		s.pm.stop()
+		s.pm = nil
 	}
 }
 
-// Start starts a stopped server again on the same port and data directory.
+// Crash kills the server as a machine failure would: SIGKILL of the postmaster and of every
+// process it started, nothing flushed, no shutdown checkpoint. The next Start recovers from the
+// WAL; only a Durable server is guaranteed to keep every committed transaction.
+func (s *Server) Crash() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pm == nil {
+		return nil
+	}
+	err := s.pm.crash()
+	s.pm = nil
+	return err
+}
+
+// LogPath is the server's log file; it accumulates across restarts.
+func (s *Server) LogPath() string {
+	return filepath.Join(s.dir, fmt.Sprintf("postgres-%d.log", s.port))
+}
+
+// Start starts a stopped (or crashed) server again on the same port and data directory.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stop != nil {
+	if s.pm != nil {
 		return nil
 	}
-	stop, err := runServer(ctx, s.bin, s.data, s.dir, s.port, s.cred, s.durable)
+	pm, err := runServer(ctx, s.bin, s.data, s.dir, s.port, s.cred, s.durable)
 	if err != nil {
 		return err
 	}
-	s.stop = stop
+	s.pm = pm
 	return nil
 }
 
