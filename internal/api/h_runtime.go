@@ -134,6 +134,17 @@ func authorizeLogs(c *call) func(context.Context, store.AgentRow) error {
 	}
 }
 
+// readRuntime runs one driver read within runtimeReadTimeout and maps its failure.
+func readRuntime[T any](ctx context.Context, read func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, runtimeReadTimeout)
+	defer cancel()
+	v, err := read(ctx)
+	if err != nil {
+		return v, runtimeError(err)
+	}
+	return v, nil
+}
+
 // runtimeError maps a driver's failure of a runtime read to the API's answer.
 func runtimeError(err error) error {
 	var re *driver.RuntimeReadError
@@ -244,11 +255,9 @@ func (s *Server) getRuntime(ctx context.Context, c *call) error {
 	if !ok {
 		return notImplemented("runtime status")
 	}
-	rctx, cancel := context.WithTimeout(ctx, runtimeReadTimeout)
-	defer cancel()
-	v, err := describer.DescribeRuntime(rctx, t.driver)
+	v, err := readRuntime(ctx, func(ctx context.Context) (driver.RuntimeView, error) { return describer.DescribeRuntime(ctx, t.driver) })
 	if err != nil {
-		return runtimeError(err)
+		return err
 	}
 	c.respond(0, projectRuntime(t.revision.ID, s.now(), v))
 	return nil
@@ -311,19 +320,17 @@ func plain(s string, limit int) string {
 	return out
 }
 
-func optionalText(s string, limit int) *string {
-	if s == "" {
-		return nil
-	}
-	out := clean(s, limit)
-	return &out
-}
+// optionalText is clean(s) as a JSON string, nil (null) when s is empty.
+func optionalText(s string, limit int) *string { return nonEmpty(s, limit, clean) }
 
-func optionalPlain(s string, limit int) *string {
+// optionalPlain is plain(s) as a JSON string, nil (null) when s is empty.
+func optionalPlain(s string, limit int) *string { return nonEmpty(s, limit, plain) }
+
+func nonEmpty(s string, limit int, f func(string, int) string) *string {
 	if s == "" {
 		return nil
 	}
-	out := plain(s, limit)
+	out := f(s, limit)
 	return &out
 }
 
@@ -415,11 +422,11 @@ func (s *Server) getRuntimeLogs(ctx context.Context, c *call) error {
 			q.After, q.PEMOpen, q.Pod = &lc.At, lc.PEMOpen, lc.Pod
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, runtimeReadTimeout)
-	defer cancel()
-	page, err := reader.ReadRuntimeLogs(rctx, t.driver, q)
+	page, err := readRuntime(ctx, func(ctx context.Context) (driver.RuntimeLogPage, error) {
+		return reader.ReadRuntimeLogs(ctx, t.driver, q)
+	})
 	if err != nil {
-		return runtimeError(err)
+		return err
 	}
 	records := page.Page.Records
 	if expired {
@@ -561,11 +568,9 @@ func (s *Server) diagnoseRuntime(ctx context.Context, c *call) error {
 	if !ok {
 		return platform.NewError(platform.CodeRuntimeDiagnosticsUnsupported, "The selected Compute Driver does not run diagnostics.")
 	}
-	rctx, cancel := context.WithTimeout(ctx, runtimeReadTimeout)
-	defer cancel()
-	checks, err := d.DiagnoseRuntime(rctx, t.driver)
+	checks, err := readRuntime(ctx, func(ctx context.Context) ([]driver.DiagnosticCheck, error) { return d.DiagnoseRuntime(ctx, t.driver) })
 	if err != nil {
-		return runtimeError(err)
+		return err
 	}
 	out := diagnosticsView{RevisionID: t.revision.ID, ObservedAt: platform.FormatTime(s.now()), Checks: []diagnosticCheckView{}}
 	for _, ch := range head(checks, driver.MaxDiagnosticChecks) {
@@ -621,9 +626,7 @@ func (s *Server) getRuntimeImages(ctx context.Context, c *call) error {
 		return err
 	}
 	defer release()
-	rctx, cancel := context.WithTimeout(ctx, runtimeReadTimeout)
-	defer cancel()
-	images, err := reader.RuntimeImages(rctx, dr)
+	images, err := readRuntime(ctx, func(ctx context.Context) ([]driver.RuntimeImage, error) { return reader.RuntimeImages(ctx, dr) })
 	if err != nil {
 		return platform.NewError(platform.CodeDependencyUnavailable, "Runtime image metadata is unavailable.")
 	}
