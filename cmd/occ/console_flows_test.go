@@ -296,3 +296,43 @@ func TestConsoleScopedPersonAndSessionExpiry(t *testing.T) {
 	b.waitFor("back on the Secrets page", hasText("h1", "Secrets"))
 	b.waitFor("in the same Namespace", hasText("p.lead", "In Namespace default"))
 }
+
+// TestConsoleAgentRuntimeTab: the Runtime tab of a deployed Agent shows its containers and its
+// redacted log page, with the follow, previous-instance and download controls, read through the
+// API's runtime routes (the simulated Compute Driver: a running gateway with its startup log).
+func TestConsoleAgentRuntimeTab(t *testing.T) {
+	t.Parallel()
+	chromiumPath(t)
+	stack := startConsoleStack(t, "{}")
+	wait.Eventually(t, wait.Medium, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
+	ns := "/namespaces/" + stack.inst.defaultNS
+	_, cfg := stack.api.call("POST", ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})
+	_, agent := stack.api.call("POST", ns+"/agents", map[string]any{"name": "watched", "configurationId": data(cfg)["id"],
+		"harnessAuth": map[string]any{"method": "runtime"}})
+	agentID := data(agent)["id"].(string)
+	st, rev := stack.api.call("POST", ns+"/agents/"+agentID+"/deploy", nil)
+	if st != 202 {
+		t.Fatalf("deploy: %d %v", st, rev)
+	}
+	revID := data(rev)["id"].(string)
+	wait.Eventually(t, wait.Long, "the deployment to succeed", func() bool {
+		_, d := stack.api.call("GET", ns+"/agents/"+agentID+"/deployments/"+revID, nil)
+		return data(d)["status"] == "succeeded"
+	})
+
+	b := newBrowser(t, stack.base, 1280, 900)
+	b.open("/console/agents/" + agentID + "?namespace=" + stack.inst.defaultNS + "&tab=runtime")
+	b.signIn(adminEmail, adminPassword)
+	b.waitFor("the container", hasText(".runtime-status table", "gateway"))
+	b.waitFor("its state", hasText(".runtime-status table", "running"))
+	b.waitFor("the startup log", hasText(".log-lines", "simulated openclaw gateway started"))
+	b.waitFor("the wrapper record", hasText(".log-lines", "runtime.startup_phase"))
+	href := eval[string](b, `document.querySelector('.log-controls a').getAttribute('href')`)
+	if !strings.Contains(href, "/deployments/"+revID+"/runtime/logs?") || !strings.Contains(href, "download=true") {
+		t.Fatalf("the download link: %s", href)
+	}
+	b.click(".log-controls label", "Follow")
+	b.waitFor("following", `document.querySelector('#runtime-log-follow').checked && document.querySelector('#runtime-log-previous').disabled`)
+	b.click("[role=tab]", "Overview")
+	b.waitFor("the Overview tab", hasText(".tab-panel", "Desired state"))
+}

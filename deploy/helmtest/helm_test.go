@@ -40,7 +40,7 @@ bootstrap: {adminEmail: "admin@example.com", installationName: "Example", claimN
 `
 
 // productionValues resemble a production installation: several replicas, restricted egress,
-// metrics, per-namespace tenant bindings as well as the cluster-wide ones, runtime logs.
+// metrics, per-namespace tenant bindings as well as the cluster-wide ones.
 const productionValues = requiredValues + `
 api:
   replicas: 3
@@ -51,7 +51,7 @@ worker: {replicas: 2, concurrency: 8}
 database: {cidrs: ["10.20.0.0/16"], port: 5432}
 metrics: {enabled: true, port: 9464}
 networkPolicy: {enabled: true}
-rbac: {create: true, clusterWideTenantAccess: false, tenantNamespaces: [team-a, team-b], runtimeLogs: true}
+rbac: {create: true, clusterWideTenantAccess: false, tenantNamespaces: [team-a, team-b]}
 imagePullSecrets: [{name: regcred}]
 `
 

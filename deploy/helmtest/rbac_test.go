@@ -25,8 +25,8 @@ const rbacNamespace = "occ-rbac"
 
 // TestChartRBACIsEnoughForTheDrivers installs the chart's ServiceAccounts and RBAC for real, then
 // runs the Kubernetes drivers as those ServiceAccounts: the Compute Driver as the worker (a
-// Namespace, an Agent deployed, stopped and deleted, the Namespace deleted) and the Configuration
-// and Secret Drivers as the API. A verb the drivers need and the chart does not grant fails here.
+// Namespace, an Agent deployed, stopped and deleted, the Namespace deleted), the Configuration
+// and Secret Drivers and the runtime views as the API. A verb the drivers need and the chart does not grant fails here.
 func TestChartRBACIsEnoughForTheDrivers(t *testing.T) {
 	cluster := kubetest.Shared(t)
 	admin := newRESTClient(t, cluster.URL, cluster.CAFile, cluster.Token("admin"))
@@ -108,6 +108,7 @@ func TestChartRBACIsEnoughForTheDrivers(t *testing.T) {
 			t.Fatalf("activate: %v", err)
 		}
 	}
+	checkRuntimeViewsAsAPI(t, cluster, api, rev)
 	if err := compute.StopRevision(ctx, rev, driver.StopOptions{}); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
@@ -130,6 +131,54 @@ func TestChartRBACIsEnoughForTheDrivers(t *testing.T) {
 		}
 		return obs.Deleted != nil && *obs.Deleted, nil
 	})
+}
+
+// checkRuntimeViewsAsAPI reads the running revision's runtime views with a Compute Driver
+// authenticated as the chart's API ServiceAccount, which serves them: status (Pods, Events), a log
+// page, diagnostics and images.
+func checkRuntimeViewsAsAPI(t *testing.T, cluster *kubetest.Cluster, api map[string]any, rev driver.Revision) {
+	t.Helper()
+	ctx := context.Background()
+	reader, err := kubernetes.Factory("compute-kubernetes", computeConfiguration(api), driver.Environment{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := cluster.Admin().List(kubetest.CorePath("", "pods", ""), url.Values{"labelSelector": {"openclaw.dev/revision=" + rev.ID}})
+	if err != nil || len(pods) != 1 {
+		t.Fatalf("the revision's Pods: %d, %v", len(pods), err)
+	}
+	podNS, podName := kubetest.Str(pods[0], "metadata", "namespace"), kubetest.Str(pods[0], "metadata", "name")
+	if err := cluster.Kubelet().EmitEvent(podNS, podName, "gateway", "Warning", "BackOff", "rbac test event", 1); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Kubelet().WriteLog(podNS, podName, "gateway", "rbac test line")
+
+	view, err := reader.(driver.RuntimeDescriber).DescribeRuntime(ctx, rev)
+	if err != nil {
+		t.Fatalf("runtime status as the chart's API: %v", err)
+	}
+	if len(view.Pods) != 1 || len(view.Pods[0].Events) != 1 {
+		t.Fatalf("runtime status as the chart's API: %+v", view)
+	}
+	page, err := reader.(driver.RuntimeLogReader).ReadRuntimeLogs(ctx, rev, driver.RuntimeLogQuery{Source: driver.LogSourceGateway, TailLines: 10})
+	if err != nil {
+		t.Fatalf("runtime logs as the chart's API: %v", err)
+	}
+	if len(page.Page.Records) != 1 || page.Page.Records[0].Message != "rbac test line" {
+		t.Fatalf("runtime logs as the chart's API: %+v", page.Page.Records)
+	}
+	checks, err := reader.(driver.RuntimeDiagnoser).DiagnoseRuntime(ctx, rev)
+	if err != nil {
+		t.Fatalf("diagnostics as the chart's API: %v", err)
+	}
+	for _, ch := range checks {
+		if ch.State != driver.CheckSucceeded {
+			t.Fatalf("diagnostics as the chart's API: %+v", ch)
+		}
+	}
+	if _, err := reader.(driver.RuntimeImageReader).RuntimeImages(ctx, rev); err != nil {
+		t.Fatalf("runtime images as the chart's API: %v", err)
+	}
 }
 
 // serviceAccountAuth asks the API server for a token of the chart's ServiceAccount (TokenRequest)

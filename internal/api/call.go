@@ -36,8 +36,10 @@ type call struct {
 	data       any
 	nextCursor string
 	cookies    []*http.Cookie
-	raw        []byte // a bare body (the OpenAPI document)
-	redirect   string // a 302 Location (sign-in callbacks)
+	raw        []byte // a bare body (the OpenAPI document, a log download)
+	// rawType and rawDisposition, when set, answer raw as a download of that type.
+	rawType, rawDisposition string
+	redirect                string // a 302 Location (sign-in callbacks)
 
 	// undo compensates driver effects made inside the transaction when it does not commit;
 	// afterCommit runs driver effects that must wait for the commit (deletions).

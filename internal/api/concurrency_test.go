@@ -524,6 +524,14 @@ func concCases(e *env, f fixtures) map[string]func() concCase {
 			return c
 		},
 
+		"POST /namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}/diagnostics": func() concCase {
+			// A read of the runtime, changing nothing and audited never; the caller's runtime read
+			// budget (a burst of 10) refuses the rest 429.
+			c := fromM("POST /namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}/diagnostics", limitedApply)
+			c.events = map[string]int{}
+			return c
+		},
+
 		// Account controls: each carries the version just read, so one applies and the others
 		// find it changed (409).
 		"POST /api/auth/recovery": func() concCase {

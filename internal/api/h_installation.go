@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"github.com/openclaw/occ/internal/driver"
 	"time"
 
 	"github.com/openclaw/occ/internal/audit"
@@ -12,7 +13,13 @@ import (
 
 func (s *Server) getInstallation(_ context.Context, c *call) error {
 	i := s.installation
-	c.respond(0, platform.Installation{ID: i.ID, Name: i.Name, CreatedAt: platform.FormatTime(i.CreatedAt)})
+	view := platform.Installation{ID: i.ID, Name: i.Name, CreatedAt: platform.FormatTime(i.CreatedAt)}
+	if s.cfg.Compute != nil {
+		caps := driver.RuntimeCapabilitiesOf(s.cfg.Compute)
+		view.Capabilities = &platform.InstallationCapabilities{Runtime: platform.RuntimeCapabilities{
+			Status: caps.Status, Logs: caps.Logs, Diagnostics: caps.Diagnostics, Images: caps.Images}}
+	}
+	c.respond(0, view)
 	return nil
 }
 

@@ -115,5 +115,15 @@ func (f resourceFixtures) cases(ns string) map[string]func() matrixCase {
 		"GET /namespaces/{namespaceId}/latest-deployments": c("GET", "/latest-deployments", nil, 200, nsRead),
 		"GET /namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}": c("GET", "/agents/"+f.agent+"/deployments/"+f.revision, nil, 200,
 			exactGrant(ns, iam.KindAgentRevision, f.revision, iam.ActionRead)),
+		"GET /namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}/runtime": c("GET", "/agents/"+f.agent+"/deployments/"+f.revision+"/runtime", nil, 200,
+			exactGrant(ns, iam.KindAgent, f.agent, iam.ActionOperate), exactGrant(ns, iam.KindAgent, f.agent, iam.ActionRead),
+			exactGrant(ns, iam.KindAgentRevision, f.revision, iam.ActionRead)),
+		"POST /namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}/diagnostics": c("POST", "/agents/"+f.agent+"/deployments/"+f.revision+"/diagnostics", nil, 200,
+			exactGrant(ns, iam.KindAgent, f.agent, iam.ActionOperate), exactGrant(ns, iam.KindAgent, f.agent, iam.ActionRead),
+			exactGrant(ns, iam.KindAgentRevision, f.revision, iam.ActionRead)),
+		"GET /namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}/runtime/logs": c("GET", "/agents/"+f.agent+"/deployments/"+f.revision+"/runtime/logs?source=gateway", nil, 200,
+			exactGrant(ns, iam.KindAgent, f.agent, iam.ActionReadLogs), exactGrant(ns, iam.KindAgent, f.agent, iam.ActionRead)),
+		"GET /namespaces/{namespaceId}/agents/{agentId}/runtime-images": c("GET", "/agents/"+f.agent+"/runtime-images", nil, 200,
+			exactGrant(ns, iam.KindAgent, f.agent, iam.ActionRead)),
 	}
 }

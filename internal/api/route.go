@@ -142,6 +142,8 @@ type Route struct {
 	Paged    bool           // meta.nextCursor
 	Conflict bool           // documents 409
 	Limited  bool           // documents 429
+	// Statuses documents further error statuses (501, 504 of the runtime views).
+	Statuses []int
 
 	Tx      TxMode
 	Handler func(s *Server, ctx context.Context, c *call) error
@@ -177,6 +179,7 @@ func (r *Route) errorStatuses() []int {
 		statuses = append(statuses, http.StatusTooManyRequests)
 	}
 	statuses = append(statuses, http.StatusInternalServerError, http.StatusServiceUnavailable)
+	statuses = append(statuses, r.Statuses...)
 	slices.Sort(statuses)
 	return slices.Compact(statuses)
 }

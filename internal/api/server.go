@@ -97,6 +97,8 @@ type Server struct {
 	// account creations, so parallel requests cannot exhaust memory.
 	hashSlots   chan struct{}
 	signInState *signInState
+	// runtimeGate bounds the runtime views' reads of each principal and of the replica.
+	runtimeGate *runtimeGate
 }
 
 // maxConcurrentHashes bounds concurrent password hashing and verification.
@@ -169,7 +171,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		log:         cfg.Logger,
 		dummyHash:   dummy,
 		hashSlots:   make(chan struct{}, maxConcurrentHashes),
-		signInState: signInState,
+		signInState: signInState, runtimeGate: newRuntimeGate(),
 	}
 	if err := s.prepareSignIn(ctx); err != nil {
 		return nil, err
@@ -392,6 +394,14 @@ func (s *Server) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) e
 	if err != nil {
 		return platform.Unavailable(err)
 	}
+	// A handler that panics (the recovery answers 500) must not keep its connection: rolled back,
+	// the connection returns to the pool.
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+	}()
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
@@ -531,6 +541,17 @@ func (s *Server) writeSuccess(w http.ResponseWriter, c *call) {
 	}
 	var body []byte
 	var err error
+	if c.raw != nil && c.rawType != "" {
+		// A download (runtime logs): its own type, saved rather than shown.
+		h := w.Header()
+		h.Set("Content-Type", c.rawType)
+		h.Set("Content-Disposition", c.rawDisposition)
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(status)
+		_, _ = w.Write(c.raw)
+		return
+	}
 	if c.raw != nil {
 		body = c.raw
 	} else {
@@ -548,7 +569,7 @@ func (s *Server) writeSuccess(w http.ResponseWriter, c *call) {
 
 func (s *Server) writeError(w http.ResponseWriter, c *call, e *platform.Error) {
 	setJSONHeaders(w)
-	if e.Code == platform.CodeRateLimited && e.RetryAfter > 0 {
+	if e.Status() == http.StatusTooManyRequests && e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(e.RetryAfter/time.Second)))
 	}
 	body, _ := json.Marshal(errorEnvelope{

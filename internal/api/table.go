@@ -82,6 +82,14 @@ var (
 		required("id", idOf(platform.PrefixInstallation)),
 		required("name", name()),
 		required("createdAt", timestamp()),
+		optional("capabilities", object(
+			required("runtime", describe(object(
+				required("status", boolean()),
+				required("logs", boolean()),
+				required("diagnostics", boolean()),
+				required("images", boolean()),
+			), "Which runtime views of deployed revisions the Compute Driver offers (ours).")),
+		)),
 	)
 	permissionSchema = object(
 		required("action", enum(iam.Actions()...)),
@@ -408,7 +416,7 @@ var routeTable = append(append([]*Route{
 		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "servicePrincipalId": opaqueParam}, Tx: TxRead,
 		Success: http.StatusOK, Response: servicePrincipalSchema, Handler: (*Server).getServicePrincipal,
 	},
-}, resourceRoutes...), signInRoutes...)
+}, resourceRoutes...), append(runtimeRoutes, signInRoutes...)...)
 
 // prepareRoutes compiles the table's schemas once (patterns, format checks).
 var prepareRoutes = sync.OnceFunc(func() {

@@ -104,7 +104,7 @@ func lastAttempt(item map[string]any) string {
 func agentPath(s *clientSession, id string) string { return nsPath(s, "/agents/"+id) }
 
 func newAgentCommand(env Env) *cobra.Command {
-	group, _ := clientGroup("agent", "Manage Agents: create, update, deploy, stop, revisions and deployment status")
+	group, _ := clientGroup("agent", "Manage Agents: create, update, deploy, stop, revisions, deployment status and what the runtime does")
 	group.AddCommand(
 		listCommand(env, "List the Agents you may read", agentSpec, true, func(s *clientSession) string { return nsPath(s, "/agents") }),
 		getCommand(env, agentKind, agentSpec, true, agentPath),
@@ -115,6 +115,9 @@ func newAgentCommand(env Env) *cobra.Command {
 		agentDeployCommand(env),
 		agentRevisionsCommand(env),
 		agentDeploymentStatusCommand(env),
+		agentDescribeCommand(env),
+		agentLogsCommand(env),
+		agentDiagnoseCommand(env),
 	)
 	return group
 }

@@ -36,6 +36,15 @@ const (
 	CodeAccessDenied         = "ACCESS_DENIED"
 	CodeExpiredToken         = "EXPIRED_TOKEN"
 	CodeCLISessionLimit      = "CLI_SESSION_LIMIT"
+	// Runtime views (upstream's codes, but RUNTIME_DIAGNOSTICS_UNSUPPORTED, ours).
+	CodeRuntimeLogsCursorInvalid      = "RUNTIME_LOGS_CURSOR_INVALID"
+	CodeRuntimeLogsPodInvalid         = "RUNTIME_LOGS_POD_INVALID"
+	CodeRuntimeLogsSourceUnavailable  = "RUNTIME_LOGS_SOURCE_UNAVAILABLE"
+	CodeRuntimeLogsRateLimited        = "RUNTIME_LOGS_RATE_LIMITED"
+	CodeRuntimeLogsClusterRBAC        = "RUNTIME_LOGS_CLUSTER_RBAC"
+	CodeRuntimeLogsUnavailable        = "RUNTIME_LOGS_UNAVAILABLE"
+	CodeRuntimeLogsTimeout            = "RUNTIME_LOGS_TIMEOUT"
+	CodeRuntimeDiagnosticsUnsupported = "RUNTIME_DIAGNOSTICS_UNSUPPORTED"
 )
 
 // Fixed messages for errors whose cause must never reach the client.
@@ -71,6 +80,15 @@ var statusByCode = map[string]int{
 	CodeAccessDenied:           http.StatusBadRequest,
 	CodeExpiredToken:           http.StatusBadRequest,
 	CodeCLISessionLimit:        http.StatusConflict,
+
+	CodeRuntimeLogsCursorInvalid:      http.StatusBadRequest,
+	CodeRuntimeLogsPodInvalid:         http.StatusBadRequest,
+	CodeRuntimeLogsSourceUnavailable:  http.StatusNotFound,
+	CodeRuntimeLogsRateLimited:        http.StatusTooManyRequests,
+	CodeRuntimeLogsClusterRBAC:        http.StatusServiceUnavailable,
+	CodeRuntimeLogsUnavailable:        http.StatusServiceUnavailable,
+	CodeRuntimeLogsTimeout:            http.StatusGatewayTimeout,
+	CodeRuntimeDiagnosticsUnsupported: http.StatusConflict,
 }
 
 // Codes returns every error code the API answers with, in a stable order.
@@ -81,6 +99,9 @@ func Codes() []string {
 		CodeNamespaceNotEmpty, CodeHarnessAuthUnsupported, CodePayloadTooLarge, CodeUnsupportedMediaType, CodeRateLimited,
 		CodeInternalError, CodeNotImplemented, CodeDependencyUnavailable, CodeUnknownOutcome,
 		CodeAuthorizationPending, CodeSlowDown, CodeAccessDenied, CodeExpiredToken, CodeCLISessionLimit,
+		CodeRuntimeLogsCursorInvalid, CodeRuntimeLogsPodInvalid, CodeRuntimeLogsSourceUnavailable,
+		CodeRuntimeLogsRateLimited, CodeRuntimeLogsClusterRBAC, CodeRuntimeLogsUnavailable, CodeRuntimeLogsTimeout,
+		CodeRuntimeDiagnosticsUnsupported,
 	}
 }
 
@@ -96,7 +117,7 @@ func StatusOf(code string) int {
 // details; the cause never leaves the server) answered with the HTTP status of its code.
 type Error struct {
 	problem.Problem
-	RetryAfter time.Duration // 429 only
+	RetryAfter time.Duration // 429 only: the Retry-After header
 }
 
 // Status is the HTTP status of the error's code.

@@ -76,9 +76,24 @@ type Namespace struct {
 
 // Installation is the API projection of the singleton Installation.
 type Installation struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	CreatedAt string `json:"createdAt"`
+	ID           string                    `json:"id"`
+	Name         string                    `json:"name"`
+	CreatedAt    string                    `json:"createdAt"`
+	Capabilities *InstallationCapabilities `json:"capabilities,omitempty"`
+}
+
+// InstallationCapabilities are what the Installation's selected Drivers offer. Upstream's object
+// has other members; runtime is ours.
+type InstallationCapabilities struct {
+	Runtime RuntimeCapabilities `json:"runtime"`
+}
+
+// RuntimeCapabilities says which runtime views of deployed revisions the Compute Driver offers.
+type RuntimeCapabilities struct {
+	Status      bool `json:"status"`
+	Logs        bool `json:"logs"`
+	Diagnostics bool `json:"diagnostics"`
+	Images      bool `json:"images"`
 }
 
 // ResourceRef names one Namespace-owned resource, for messages such as NAMESPACE_NOT_EMPTY.

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/openclaw/occ/internal/driver"
 )
 
 // Harness identifiers and modes. Each Harness is pinned to one descriptor version per
@@ -105,6 +108,25 @@ func (s RevisionSpec) SecretRefs() []Ref {
 		out = append(out, b.Source)
 	}
 	return out
+}
+
+// RevisionRef names one admitted revision row.
+type RevisionRef struct {
+	ID, NamespaceID, AgentID string
+	Number                   int64
+	AdmittedAt               time.Time
+}
+
+// DriverRevision is the snapshot a Compute Driver realizes: revision ref admitted with spec s.
+func (s RevisionSpec) DriverRevision(ref RevisionRef) driver.Revision {
+	return driver.Revision{
+		ID: ref.ID, NamespaceID: ref.NamespaceID, AgentID: ref.AgentID, Number: ref.Number,
+		ExecutionMode:      s.Harness.Mode,
+		Harness:            driver.Harness{ID: s.Harness.ID, Version: s.Harness.Version, Mode: s.Harness.Mode},
+		Compute:            driver.ComputeRef{ID: s.Compute.ID, Implementation: s.Compute.Implementation},
+		ServicePrincipalID: s.ServicePrincipalID, HarnessAuthMethod: s.HarnessAuth.Method,
+		Spec: s.Configuration, CreatedAt: ref.AdmittedAt,
+	}
 }
 
 // DecodeRevisionSpec reads an admitted_spec document strictly: unknown fields are an error, so a

@@ -54,14 +54,8 @@ func lenientRevisions(rows []store.WorkerRevision) []agentRevision {
 
 // driverRevision is the snapshot a Compute Driver realizes.
 func (r agentRevision) driverRevision() driver.Revision {
-	return driver.Revision{
-		ID: r.row.ID, NamespaceID: r.row.NamespaceID, AgentID: r.row.AgentID, Number: r.row.Number,
-		ExecutionMode:      r.spec.Harness.Mode,
-		Harness:            driver.Harness{ID: r.spec.Harness.ID, Version: r.spec.Harness.Version, Mode: r.spec.Harness.Mode},
-		Compute:            driver.ComputeRef{ID: r.spec.Compute.ID, Implementation: r.spec.Compute.Implementation},
-		ServicePrincipalID: r.spec.ServicePrincipalID, HarnessAuthMethod: r.spec.HarnessAuth.Method,
-		Spec: r.spec.Configuration, CreatedAt: r.row.AdmittedAt,
-	}
+	return r.spec.DriverRevision(platform.RevisionRef{ID: r.row.ID, NamespaceID: r.row.NamespaceID, AgentID: r.row.AgentID,
+		Number: r.row.Number, AdmittedAt: r.row.AdmittedAt})
 }
 
 // ownedBy reports whether the revision belongs to the Agent: same Namespace, Agent and service

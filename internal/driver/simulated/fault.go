@@ -21,6 +21,10 @@ const (
 	OpRetireRevision                Op = "RetireRevision"
 	OpBindAgent                     Op = "BindAgent"
 	OpDeleteAgentRuntimeCredentials Op = "DeleteAgentRuntimeCredentials"
+	OpDescribeRuntime               Op = "DescribeRuntime"
+	OpReadRuntimeLogs               Op = "ReadRuntimeLogs"
+	OpDiagnoseRuntime               Op = "DiagnoseRuntime"
+	OpRuntimeImages                 Op = "RuntimeImages"
 )
 
 // Fault changes what calls on one target do. A call takes the first matching fault of its target;

@@ -87,11 +87,12 @@ type Driver struct {
 	routed     map[string]string // agent id → revision id
 	faults     map[faultKey][]*faultEntry
 	calls      map[callKey]int
-	history    []Call         // the latest calls that entered (at most maxHistory), in order
-	readyAfter map[string]int // revision id → not-ready observations before it may be ready
-	yieldStops map[string]int // revision id → yielding stops that still end early
-	failStops  map[string]int // revision id → stops that still fail
-	changed    chan struct{}  // closed and replaced whenever a call enters
+	history    []Call                 // the latest calls that entered (at most maxHistory), in order
+	readyAfter map[string]int         // revision id → not-ready observations before it may be ready
+	yieldStops map[string]int         // revision id → yielding stops that still end early
+	failStops  map[string]int         // revision id → stops that still fail
+	changed    chan struct{}          // closed and replaced whenever a call enters
+	runtimes   map[string]*simRuntime // revision id → scripted runtime (runtime.go)
 }
 
 var (
@@ -104,6 +105,10 @@ var (
 	_ driver.ExclusiveReplacement     = (*Driver)(nil)
 	_ driver.Maintainer               = (*Driver)(nil)
 	_ driver.HarnessAuthSupport       = (*Driver)(nil)
+	_ driver.RuntimeDescriber         = (*Driver)(nil)
+	_ driver.RuntimeLogReader         = (*Driver)(nil)
+	_ driver.RuntimeDiagnoser         = (*Driver)(nil)
+	_ driver.RuntimeImageReader       = (*Driver)(nil)
 )
 
 // New returns a simulated driver selected as id. Empty Config fields take their defaults.

@@ -21,18 +21,24 @@ type pki struct {
 	caCert, caKey         string // cluster CA (signs the serving and client certificates)
 	servingCert, servingK string // kube-apiserver serving certificate
 	adminCert, adminKey   string // client certificate CN=kubetest-admin, O=system:masters
+	kubeletCert, kubeletK string // kubelet simulator serving certificate (127.0.0.1)
+	kubeletClientCert     string // kube-apiserver's client certificate towards the kubelet
+	kubeletClientKey      string
 	saKey, saPub          string // service-account signing key pair (RSA)
 	caPEM                 []byte
 }
 
-// generatePKI writes a CA, the apiserver serving certificate, an admin client certificate and the
-// service-account key pair into dir.
+// generatePKI writes a CA, the apiserver serving certificate, an admin client certificate, the
+// kubelet serving and kubelet-client certificates and the service-account key pair into dir.
 func generatePKI(dir string) (*pki, error) {
 	p := &pki{
 		caCert: filepath.Join(dir, "ca.crt"), caKey: filepath.Join(dir, "ca.key"),
 		servingCert: filepath.Join(dir, "apiserver.crt"), servingK: filepath.Join(dir, "apiserver.key"),
 		adminCert: filepath.Join(dir, "admin.crt"), adminKey: filepath.Join(dir, "admin.key"),
-		saKey: filepath.Join(dir, "sa.key"), saPub: filepath.Join(dir, "sa.pub"),
+		kubeletCert: filepath.Join(dir, "kubelet.crt"), kubeletK: filepath.Join(dir, "kubelet.key"),
+		kubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		kubeletClientKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
+		saKey:             filepath.Join(dir, "sa.key"), saPub: filepath.Join(dir, "sa.pub"),
 	}
 	now := time.Now().Add(-time.Hour)
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -96,6 +102,21 @@ func generatePKI(dir string) (*pki, error) {
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}); err != nil {
 		return nil, fmt.Errorf("admin certificate: %w", err)
+	}
+
+	if err := leaf(p.kubeletCert, p.kubeletK, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: NodeName},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:    []string{NodeName},
+	}); err != nil {
+		return nil, fmt.Errorf("kubelet serving certificate: %w", err)
+	}
+	if err := leaf(p.kubeletClientCert, p.kubeletClientKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return nil, fmt.Errorf("kubelet client certificate: %w", err)
 	}
 
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)

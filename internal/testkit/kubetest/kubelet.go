@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -28,7 +29,10 @@ const UnschedulableMessage = "0/1 nodes are available: 1 Insufficient cpu. preem
 //     container ready and running, or, when a failing rule matches, not Ready with containers
 //     waiting in CrashLoopBackOff (restartCount > 0); rule changes apply to running Pods too;
 //   - deletes Pods that have a deletionTimestamp (gracePeriodSeconds 0, uid precondition), as a
-//     kubelet does once the containers stopped.
+//     kubelet does once the containers stopped;
+//   - serves the API server's pods/log proxy from its own HTTPS endpoint (the Node's
+//     daemonEndpoints.kubeletEndpoint), with the output tests script (WriteLog, RestartContainer;
+//     see kubelet_logs.go), and emits Events on demand (EmitEvent).
 //
 // Rules are matched in the order set; the last rule of a kind that matches a Pod decides. An empty
 // namespace matches every namespace and an empty selector every Pod.
@@ -41,7 +45,11 @@ type Kubelet struct {
 	logf   func(format string, args ...any)
 	logF   *os.File
 
+	logServer *http.Server
+	logPort   int
+
 	mu      sync.Mutex
+	logs    map[string]*containerLog // namespace/pod/container -> output
 	rules   []podRule
 	paused  bool
 	ips     map[string]string // pod uid -> IP
@@ -72,9 +80,14 @@ func startKubelet(c *Cluster) (*Kubelet, error) {
 	lg := log.New(f, "", log.LstdFlags|log.Lmicroseconds)
 	k := &Kubelet{
 		c: c, admin: c.Admin(), done: make(chan struct{}), kick: make(chan struct{}, 1),
-		logf: lg.Printf, logF: f, ips: map[string]string{},
+		logf: lg.Printf, logF: f, ips: map[string]string{}, logs: map[string]*containerLog{},
+	}
+	if err := k.serveLogs(); err != nil {
+		f.Close()
+		return nil, err
 	}
 	if err := k.registerNode(); err != nil {
+		_ = k.logServer.Close()
 		f.Close()
 		return nil, err
 	}
@@ -109,6 +122,7 @@ func (k *Kubelet) registerNode() error {
 		},
 		"addresses": []any{Object{"type": "InternalIP", "address": "127.0.0.1"},
 			Object{"type": "Hostname", "address": NodeName}},
+		"daemonEndpoints": Object{"kubeletEndpoint": Object{"Port": k.logPort}},
 		"nodeInfo": Object{"kubeletVersion": KubeVersion, "kubeProxyVersion": "", "operatingSystem": "linux",
 			"architecture": "amd64", "containerRuntimeVersion": "kubetest://1", "osImage": "kubetest",
 			"kernelVersion": "", "machineID": "", "systemUUID": "", "bootID": ""},
@@ -131,6 +145,7 @@ func (k *Kubelet) stop() {
 	k.cancel()
 	<-k.done
 	k.cancel = nil
+	_ = k.logServer.Close()
 	k.logF.Close()
 }
 
@@ -455,7 +470,14 @@ func (k *Kubelet) runningStatus(pod Object, failing bool) Object {
 			cs["lastState"] = Object{"terminated": Object{"exitCode": 1, "reason": "Error",
 				"startedAt": startTime, "finishedAt": ts, "containerID": cs["containerID"]}}
 		} else {
-			cs["state"] = Object{"running": Object{"startedAt": ts}}
+			started := ts
+			if s := Str(prev[cname], "state", "running", "startedAt"); s != "" {
+				started = s
+			}
+			cs["state"] = Object{"running": Object{"startedAt": started}}
+			if last := Field(prev[cname], "lastState"); last != nil {
+				cs["lastState"] = last // a restart RestartContainer reported
+			}
 		}
 		cs["restartCount"] = restarts
 		statuses = append(statuses, cs)

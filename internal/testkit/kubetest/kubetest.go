@@ -29,7 +29,8 @@
 //   - "admin": group system:masters;
 //   - "worker": the identity the Kubernetes drivers run as in tests (not cluster-admin), bound with
 //     ClusterRoleBindings to ClusterRoles "occ-namespace-worker" and "occ-tenant-worker";
-//   - "api": bound to "occ-namespace-observer" and "occ-tenant-worker";
+//   - "api": bound to "occ-namespace-observer", "occ-tenant-worker" and "occ-tenant-api" (the chart's
+//     tenant API role, which alone grants pods/log and Events: runtime views run as "api");
 //   - "nobody": authenticated, no grants;
 //   - Options.ExtraIdentities (private clusters): authenticated, no grants.
 //
@@ -374,6 +375,11 @@ func (c *Cluster) apiServerArgs() []string {
 		"--authorization-mode", "RBAC", "--allow-privileged=false",
 		"--cert-dir", filepath.Join(c.Dir, "apiserver-certs"),
 		"--shutdown-watch-termination-grace-period", "1s",
+		// pods/log and the other node proxies dial the kubelet simulator at the Node's InternalIP
+		// (its Hostname does not resolve), verifying its certificate and presenting a client one.
+		"--kubelet-preferred-address-types", "InternalIP",
+		"--kubelet-certificate-authority", c.pki.caCert,
+		"--kubelet-client-certificate", c.pki.kubeletClientCert, "--kubelet-client-key", c.pki.kubeletClientKey,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 const (
 	NamespaceWorkerRole   = "occ-namespace-worker"
 	TenantWorkerRole      = "occ-tenant-worker"
+	TenantAPIRole         = "occ-tenant-api"
 	NamespaceObserverRole = "occ-namespace-observer"
 )
 
@@ -55,6 +56,17 @@ var (
 			rule{groups: []string{"discovery.k8s.io"}, resources: []string{"endpointslices"},
 				verbs: []string{"get", "list", "watch"}},
 		),
+		// The chart's tenant API role: what the API reads and writes in tenant namespaces (Secrets,
+		// and the runtime views: Pods, their logs and Events, the gateway's endpoints).
+		TenantAPIRole: rules(
+			rule{groups: []string{""}, resources: []string{"secrets"}, verbs: []string{"get", "create", "update", "patch", "delete"}},
+			rule{groups: []string{"apps"}, resources: []string{"deployments"}, verbs: []string{"list"}},
+			rule{groups: []string{""}, resources: []string{"pods"}, verbs: []string{"get", "list"}},
+			rule{groups: []string{""}, resources: []string{"pods/proxy", "pods/log"}, verbs: []string{"get"}},
+			rule{groups: []string{""}, resources: []string{"events"}, verbs: []string{"list"}},
+			rule{groups: []string{""}, resources: []string{"services"}, verbs: []string{"get"}},
+			rule{groups: []string{"discovery.k8s.io"}, resources: []string{"endpointslices"}, verbs: []string{"list"}},
+		),
 		NamespaceObserverRole: rules(
 			rule{groups: []string{""}, resources: []string{"namespaces"}, verbs: []string{"get", "list"}},
 			rule{urls: []string{"/version"}, verbs: []string{"get"}},
@@ -62,13 +74,13 @@ var (
 	}
 	initialBindings = [][2]string{
 		{Worker, NamespaceWorkerRole}, {Worker, TenantWorkerRole},
-		{API, NamespaceObserverRole}, {API, TenantWorkerRole},
+		{API, NamespaceObserverRole}, {API, TenantWorkerRole}, {API, TenantAPIRole},
 	}
 )
 
 func (c *Cluster) setupRBAC() error {
 	admin := c.Admin()
-	for _, name := range []string{NamespaceWorkerRole, TenantWorkerRole, NamespaceObserverRole} {
+	for _, name := range []string{NamespaceWorkerRole, TenantWorkerRole, TenantAPIRole, NamespaceObserverRole} {
 		role := Object{
 			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
 			"metadata": Object{"name": name, "labels": Object{"app.kubernetes.io/managed-by": "kubetest"}},

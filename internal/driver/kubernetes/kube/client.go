@@ -228,6 +228,12 @@ func (c *Client) Delete(ctx context.Context, path, uid, resourceVersion string) 
 	return c.write(ctx, http.MethodDelete, path, nil, "application/json", body, nil)
 }
 
+// Query reads a path with the query parameters q (a field selector, a log read's options) into
+// out; out may be a *[]byte for a body that is not JSON (pods/log). Reads are retried.
+func (c *Client) Query(ctx context.Context, path string, q url.Values, out any) error {
+	return c.read(ctx, path, q, out)
+}
+
 // RawGet reads a non-resource path such as /version.
 func (c *Client) RawGet(ctx context.Context, path string, out any) error {
 	return c.read(ctx, path, nil, out)
@@ -286,7 +292,11 @@ func (c *Client) do(parent context.Context, method, path string, q url.Values, c
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Accept", "application/json")
+	if _, raw := out.(*[]byte); raw {
+		req.Header.Set("Accept", "application/json, */*") // a text body; a failure is still a Status
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
 	req.Header.Set("User-Agent", "occ")
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -314,6 +324,10 @@ func (c *Client) do(parent context.Context, method, path string, q url.Values, c
 		return apiError(resp, data)
 	}
 	if out == nil {
+		return nil
+	}
+	if raw, ok := out.(*[]byte); ok {
+		*raw = data
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {

@@ -46,6 +46,7 @@ var (
 	ServiceAccounts = Resource{"v1", "serviceaccounts", true}
 	Services        = Resource{"v1", "services", true}
 	Pods            = Resource{"v1", "pods", true}
+	Events          = Resource{"v1", "events", true}
 	PVCs            = Resource{"v1", "persistentvolumeclaims", true}
 	ResourceQuotas  = Resource{"v1", "resourcequotas", true}
 	LimitRanges     = Resource{"v1", "limitranges", true}

@@ -3,7 +3,7 @@
 // worker reports until the result; stop and delete confirm first and then follow the status.
 // Writes are never repeated by the console; an unknown outcome offers Refresh.
 //
-// The tabs are a list: a Runtime tab is one more entry in agentTabs.
+// The tabs are a list; the Runtime tab (agent-runtime.js) shows what the deployed workload does.
 
 import * as api from '../api.js';
 import { h, replace, announce, formatTime, idText } from '../dom.js';
@@ -16,6 +16,7 @@ import { poll } from '../components/poll.js';
 import { tabView } from '../components/tabs.js';
 import { jsonEditor } from '../components/jsoneditor.js';
 import { deploymentTracker } from './agent-deploy.js';
+import { runtimeTab } from './agent-runtime.js';
 
 export default {
   title: 'Agent',
@@ -220,6 +221,7 @@ function agentTabs({ ctx, view, harnessText, secretLabel, reload, notice }) {
     { id: 'overview', label: 'Overview', render: (panel) => overview(panel, view, harnessText) },
     { id: 'versions', label: 'Versions', render: (panel) => versions(panel, ctx, view, secretLabel) },
     { id: 'configuration', label: 'Configuration', render: (panel) => configurationTab(panel, ctx, view, ns, reload, notice, secretLabel) },
+    { id: 'runtime', label: 'Runtime', render: (panel) => runtimeTab(panel, ctx, view) },
   ];
 }
 
