@@ -483,6 +483,12 @@ func (c *checker) exclusion() {
 				if b.claim.At.Before(a.claim.At) {
 					a, b = b, a
 				}
+				// b's row formed before a had certainly taken effect: b took effect before a (its
+				// worker logged it late, stopped in between), or waited for a's release. Neither is
+				// two owners; only a b formed while a certainly held can be.
+				if b.claim.ClaimedAt.Before(a.claim.At) {
+					continue
+				}
 				start := *a.claim.ClaimedAt
 				bt := b.claim.At
 				var last *hold // a's latest confirmation after b's claim
@@ -706,7 +712,9 @@ func (c *checker) effectAfterLoss(ci *claimInfo, confirmed worker.Event, lost *w
 			held = *ci.claim.ClaimedAt
 		}
 		for _, b := range c.byLane[ci.claim.Lane] {
-			if b != ci && b.claim.At.After(ci.claim.At) && b.claim.At.After(held) && b.claim.At.Before(e.At) {
+			// b certainly took effect after T's last confirmation (its row formed after it) and
+			// before the effect started (its worker had logged it).
+			if b != ci && b.claim.At.After(ci.claim.At) && b.claim.ClaimedAt.After(held) && b.claim.At.Before(e.At) {
 				why = fmt.Sprintf("the newer claim %s token %s (process %s) at %s, after its last confirmation at %s",
 					b.claim.WorkID, b.claim.Token, b.claim.Process, b.claim.At.Format(time.RFC3339Nano), held.Format(time.RFC3339Nano))
 				break

@@ -456,3 +456,29 @@ func TestRecoveryOfALaterClaimIsNotTheDeadClaimsRecovery(t *testing.T) {
 		t.Fatalf("counts %v, recoveries %v", r.Counts, r.Recoveries)
 	}
 }
+
+func TestClaimLoggedLateByAStoppedWorkerIsNoOverlap(t *testing.T) {
+	// w3 claims the stop work at 8000 and is SIGSTOPped before it logs the claim; its lease runs
+	// out at 10000 and w4 takes the work at 10500 (attempt 2), renews, starts an effect and
+	// publishes. w3 wakes and logs its old claim at 11000, after w4's: the log order is not the
+	// order in which the claims took effect, and no lane was held twice.
+	b, h, s := healthy()
+	stop := "agent:agt_a:reconcile:stopped:s3"
+	b.claim("w3", 103, stop, agentA, "t7", 1, 8000)
+	b.events[len(b.events)-1].At = at(11000)
+	b.claim("w4", 104, stop, agentA, "t8", 2, 10500)
+	b.renew("w4", 104, stop, agentA, "t8", worker.ResultOK, 11200)
+	b.effect("w4", 104, stop, agentA, "t8", worker.EventEffectStart, "", 11300)
+	b.effect("w4", 104, stop, agentA, "t8", worker.EventEffectEnd, worker.ResultOK, 11350)
+	b.publish("w4", 104, stop, agentA, "t8", worker.ResultAccepted, "complete", "succeeded", 11400)
+	b.release("w4", 104, stop, agentA, "t8", 11401)
+	b.renew("w3", 103, stop, agentA, "t7", worker.ResultRefused, 11010)
+	b.add("w3", 103, worker.Event{Type: worker.EventRelease, At: at(11011), WorkID: stop, Lane: agentA, Token: "t7", Outcome: "claim_lost"})
+	h.Admitted = append(h.Admitted, Admission{stop, agentA})
+	h.Deaths = append(h.Deaths, Death{PID: 103, At: at(8100), Kind: "SIGSTOP"})
+	s.Work = append(s.Work, WorkRow{Key: stop, AgentID: sp(agentA), State: "succeeded", AttemptCount: 2})
+	s.Evidence = append(s.Evidence, Evidence{stop, "LEASE_EXPIRED", at(10450)})
+	if err := check(b, h, s).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
