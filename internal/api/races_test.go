@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/openclaw/occ/internal/api"
@@ -13,19 +12,11 @@ import (
 // fire sends n copies of one request at once and returns their statuses.
 func (e *env) fire(n int, r req) []int {
 	e.t.Helper()
+	answers := e.fireAll(n, r)
 	statuses := make([]int, n)
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for i := range n {
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			start.Wait()
-			statuses[i] = doHTTP(e.t, e.http.URL, r).status
-		}()
+	for i, a := range answers {
+		statuses[i] = a.status
 	}
-	start.Done()
-	done.Wait()
 	return statuses
 }
 
