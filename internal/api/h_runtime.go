@@ -312,13 +312,7 @@ func clean(s string, limit int) string {
 
 // plain strips controls from and bounds an identifier from the runtime (image references,
 // digests, phases): redaction would mask a digest as a hex credential.
-func plain(s string, limit int) string {
-	out := runtimelog.StripControls(s)
-	if len(out) > limit {
-		return platform.TruncateRunes(out, limit/4)
-	}
-	return out
-}
+func plain(s string, limit int) string { return runtimelog.Bound(s, limit) }
 
 // optionalText is clean(s) as a JSON string, nil (null) when s is empty.
 func optionalText(s string, limit int) *string { return nonEmpty(s, limit, clean) }

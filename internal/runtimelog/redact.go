@@ -213,6 +213,13 @@ func Clean(s string, known []string, limit int) (string, bool) {
 	return truncate(Redact(StripControls(s), known), limit)
 }
 
+// Bound strips controls from and bounds s to limit bytes, without redaction: for identifiers a
+// runtime reports (image references, digests, phases), which redaction would mask as hex runs.
+func Bound(s string, limit int) string {
+	out, _ := truncate(StripControls(s), limit)
+	return out
+}
+
 const truncationMark = "…[truncated]"
 
 func truncate(s string, limit int) (string, bool) {

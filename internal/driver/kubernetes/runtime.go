@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/kubernetes/kube"
@@ -604,17 +603,7 @@ func clean(s string, known []string, limit int) string {
 
 // imageRef bounds an image reference or ID. It is not redacted: a digest is long hex by design and
 // no secret, and the reference is the driver's own configuration.
-func imageRef(s string) string {
-	s = runtimelog.StripControls(s)
-	if len(s) <= runtimelog.MaxFieldBytes {
-		return s
-	}
-	cut := runtimelog.MaxFieldBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
+func imageRef(s string) string { return runtimelog.Bound(s, runtimelog.MaxFieldBytes) }
 
 func utc(t *time.Time) *time.Time {
 	if t == nil || t.IsZero() {
