@@ -76,6 +76,8 @@ func (c *call) settle(ctx context.Context, err error) {
 // denial is a 403 whose audit event is written after the route's transaction rolled back.
 type denial struct {
 	event audit.Event
+	// details is what the caller may learn of the missing permission (explain).
+	details []problem.Detail
 }
 
 func (d *denial) Error() string { return "api: authorization denied: " + d.event.DecisionReason }
@@ -203,7 +205,7 @@ func (c *call) authorize(ctx context.Context, action string, res iam.Resource) e
 		return nil
 	}
 	req := iam.Request{PrincipalID: c.identity.ID, Action: action, Resource: res}
-	return c.denyRequest(req, decision.Reason, "AUTHORIZATION_DENIED")
+	return c.explain(ctx, c.self(), req, c.denyRequest(req, decision.Reason, "AUTHORIZATION_DENIED"))
 }
 
 // allowed is authorize without a denial: for filtering list items.
@@ -249,6 +251,62 @@ func (c *call) denyRequest(req iam.Request, reason, code string) error {
 	ev := c.denialEvent(req.Resource, reason, code)
 	ev.Authorization = &audit.Authorization{PrincipalID: req.PrincipalID, Action: req.Action, Resource: auditResource(req.Resource)}
 	return &denial{event: ev}
+}
+
+// principal is whom an authorization is asked for: the caller, or an Agent's own ServicePrincipal
+// (deploy checks both).
+type principal struct {
+	id, kind string
+	// agent is the Agent whose ServicePrincipal this is; nil for the caller.
+	agent *iam.Resource
+}
+
+func (c *call) self() principal { return principal{id: c.identity.ID, kind: c.identity.Kind} }
+
+func agentPrincipal(a store.AgentRow) principal {
+	res := nsResource(iam.KindAgent, a.ID, a.NamespaceID)
+	return principal{id: a.ServicePrincipalID, kind: iam.IdentityKindServicePrincipal, agent: &res}
+}
+
+// explain adds to the denial err of req the permission that was missing, when the caller may read
+// both its principal (itself, or the Agent whose ServicePrincipal it is) and its resource: a
+// denial then says whom to grant what, and never tells a caller more than it could read anyway.
+func (c *call) explain(ctx context.Context, p principal, req iam.Request, err error) error {
+	var d *denial
+	if !errors.As(err, &d) {
+		return err
+	}
+	visible := []iam.Resource{req.Resource}
+	if p.agent != nil {
+		visible = append(visible, *p.agent)
+	}
+	for _, res := range visible {
+		seen, err := c.mayRead(ctx, res)
+		if err != nil {
+			return err
+		}
+		if !seen {
+			return d
+		}
+	}
+	d.details = []problem.Detail{{Code: problem.DetailPermissionDenied, Permission: &problem.Permission{
+		Principal: problem.Ref{Kind: p.kind, ID: p.id},
+		Action:    req.Action,
+		Resource:  problem.Ref{Kind: req.Resource.Kind, ID: req.Resource.ID, NamespaceID: req.Resource.NamespaceID},
+	}}}
+	return d
+}
+
+// mayRead reports whether the caller may read res; a collection (the Agents of a Namespace, the
+// Namespaces of the Installation) is read through the object that holds it.
+func (c *call) mayRead(ctx context.Context, res iam.Resource) (bool, error) {
+	switch {
+	case res.ID == c.s.installation.ID:
+		res = c.installationResource()
+	case res.NamespaceID != nil && res.ID == *res.NamespaceID:
+		res = namespaceResource(res.ID)
+	}
+	return c.allowed(ctx, iam.ActionRead, res)
 }
 
 func (c *call) denialEvent(res iam.Resource, reason, code string) audit.Event {

@@ -133,17 +133,17 @@ func (s *Server) harnessAuthInput(ctx context.Context, c *call, raw json.RawMess
 
 // authorizeHarnessSource checks what using a source needs: secret:operate (for principal) on a
 // Secret, service_account:read (caller) on a ServiceAccount.
-func (c *call) authorizeHarnessSource(ctx context.Context, principalID string, ha *platform.HarnessAuth) error {
+func (c *call) authorizeHarnessSource(ctx context.Context, p principal, ha *platform.HarnessAuth) error {
 	if ha == nil || ha.Source == nil {
 		return nil
 	}
 	if ha.Source.Kind == platform.RefKindServiceAccount {
-		if principalID != c.identity.ID {
+		if p.agent != nil {
 			return nil
 		}
 		return c.authorize(ctx, iam.ActionRead, nsResource(iam.KindServiceAccount, ha.Source.ID, c.namespace.ID))
 	}
-	return c.authorizeAs(ctx, principalID, iam.ActionOperate, nsResource(iam.KindSecret, ha.Source.ID, c.namespace.ID))
+	return c.authorizeAs(ctx, p, iam.ActionOperate, nsResource(iam.KindSecret, ha.Source.ID, c.namespace.ID))
 }
 
 // agentConfiguration reads the Agent's Configuration (404 when absent, locked FOR SHARE) and checks
@@ -203,7 +203,7 @@ func (s *Server) createAgent(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := c.authorizeHarnessSource(ctx, c.identity.ID, ha); err != nil {
+	if err := c.authorizeHarnessSource(ctx, c.self(), ha); err != nil {
 		return err
 	}
 	if st := c.namespace.Status; st != platform.NamespaceProvisioning && st != platform.NamespaceReady {
@@ -292,7 +292,7 @@ func (s *Server) patchAgent(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := c.authorizeHarnessSource(ctx, c.identity.ID, ha); err != nil {
+	if err := c.authorizeHarnessSource(ctx, c.self(), ha); err != nil {
 		return err
 	}
 	// Replacing a ServiceAccount source also needs read on the one being replaced.

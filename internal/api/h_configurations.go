@@ -92,7 +92,7 @@ func (s *Server) admitConfigurationInput(ctx context.Context, c *call, b configu
 	if err != nil {
 		return nil, err
 	}
-	if err := c.authorizeSecretsOperate(ctx, c.identity.ID, ids); err != nil {
+	if err := c.authorizeSecretsOperate(ctx, c.self(), ids); err != nil {
 		return nil, err
 	}
 	return bindings, nil

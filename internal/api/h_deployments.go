@@ -84,11 +84,11 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 		}
 	}
 	secretIDs := bindingSecretIDs(bindings)
-	for _, principal := range []string{c.identity.ID, a.ServicePrincipalID} {
-		if err := c.authorizeHarnessSource(ctx, principal, ha); err != nil {
+	for _, p := range []principal{c.self(), agentPrincipal(a)} {
+		if err := c.authorizeHarnessSource(ctx, p, ha); err != nil {
 			return err
 		}
-		if err := c.authorizeSecretsOperate(ctx, principal, secretIDs); err != nil {
+		if err := c.authorizeSecretsOperate(ctx, p, secretIDs); err != nil {
 			return err
 		}
 	}

@@ -97,9 +97,9 @@ func (s *Server) checkSecretRefs(ctx context.Context, c *call, refs map[string]p
 
 // authorizeSecretsOperate checks secret:operate on every Secret for principal (the caller, or an
 // Agent's own ServicePrincipal). A denial is audited like any other.
-func (c *call) authorizeSecretsOperate(ctx context.Context, principalID string, ids []string) error {
+func (c *call) authorizeSecretsOperate(ctx context.Context, p principal, ids []string) error {
 	for _, id := range ids {
-		if err := c.authorizeAs(ctx, principalID, iam.ActionOperate, nsResource(iam.KindSecret, id, c.namespace.ID)); err != nil {
+		if err := c.authorizeAs(ctx, p, iam.ActionOperate, nsResource(iam.KindSecret, id, c.namespace.ID)); err != nil {
 			return err
 		}
 	}
@@ -107,11 +107,11 @@ func (c *call) authorizeSecretsOperate(ctx context.Context, principalID string, 
 }
 
 // authorizeAs is authorize for another principal (an Agent's own ServicePrincipal at deploy).
-func (c *call) authorizeAs(ctx context.Context, principalID, action string, res iam.Resource) error {
-	if principalID == c.identity.ID {
+func (c *call) authorizeAs(ctx context.Context, p principal, action string, res iam.Resource) error {
+	if p.agent == nil {
 		return c.authorize(ctx, action, res)
 	}
-	req := iam.Request{PrincipalID: principalID, Action: action, Resource: res}
+	req := iam.Request{PrincipalID: p.id, Action: action, Resource: res}
 	decision, err := c.iam.Authorize(ctx, req)
 	if err != nil {
 		return platform.Unavailable(err)
@@ -119,7 +119,7 @@ func (c *call) authorizeAs(ctx context.Context, principalID, action string, res 
 	if iam.Allows(decision, c.s.cfg.IAMDriverID) {
 		return nil
 	}
-	return c.denyRequest(req, "agent principal: "+decision.Reason, "AUTHORIZATION_DENIED")
+	return c.explain(ctx, p, req, c.denyRequest(req, "agent principal: "+decision.Reason, "AUTHORIZATION_DENIED"))
 }
 
 // rawObject marshals v (nil stays nil).

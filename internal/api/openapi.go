@@ -217,10 +217,13 @@ func envelopeSchema(data *schema.Schema, paged bool) map[string]any {
 func errorEnvelopeSchema() map[string]any {
 	codes := make([]string, 0, len(platform.Codes()))
 	codes = append(codes, platform.Codes()...)
+	ref := object(required("kind", str(1, 64)), required("id", str(1, 256)), optional("namespaceId", str(1, 256)))
 	detail := object(
 		required("path", pattern(`^(/([^~/]|~0|~1)*)*$`, 512)),
 		required("code", enum(problem.DetailRequired, problem.DetailUnknownField, problem.DetailInvalidType,
-			problem.DetailInvalidFormat, problem.DetailInvalidValue, problem.DetailTooLong, problem.DetailTooDeep)),
+			problem.DetailInvalidFormat, problem.DetailInvalidValue, problem.DetailTooLong, problem.DetailTooDeep,
+			problem.DetailPermissionDenied)),
+		optional("permission", object(required("principal", ref), required("action", str(1, 64)), required("resource", ref))),
 	)
 	body := object(
 		required("code", enum(codes...)),

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -316,6 +317,61 @@ func TestDeployAuthorization(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM occ.agent_revisions WHERE agent_id = $1`, other); n != 0 {
 		t.Fatal("a refused deploy wrote a revision")
 	}
+}
+
+// TestDenialsExplainWhatTheCallerMaySee: a refused deploy names the missing permission (who, what,
+// on which resource) in error.details, but only when the caller may read both that principal (for
+// an Agent's ServicePrincipal: the Agent) and the resource; otherwise the 403 is the bare one.
+func TestDenialsExplainWhatTheCallerMaySee(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ns := e.readyNamespace("explain")
+	base := "/namespaces/" + ns
+	secID := e.expect(e.admin("POST", base+"/secrets", map[string]any{"name": "s", "value": "explain-secret-value-2718"}), 201).data()["id"].(string)
+	cfgID := e.expect(e.admin("POST", base+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{},
+		"secretBindings": map[string]any{"TOKEN": map[string]any{"source": secretRef(ns, secID)}}}), 201).data()["id"].(string)
+	agent := e.expect(e.admin("POST", base+"/agents", map[string]any{"name": "a", "configurationId": cfgID,
+		"harnessAuth": map[string]any{"method": "runtime"}}), 201).data()
+	agentID, agentSP := agent["id"].(string), agent["servicePrincipalId"].(string)
+	deploy := req{method: "POST", path: base + "/agents/" + agentID + "/deploy"}
+	secret := map[string]any{"kind": iam.KindSecret, "id": secID, "namespaceId": ns}
+	explained := func(r resp, principalKind, principalID string) {
+		t.Helper()
+		want := map[string]any{"path": "", "code": "PERMISSION_DENIED", "permission": map[string]any{
+			"principal": map[string]any{"kind": principalKind, "id": principalID}, "action": iam.ActionOperate, "resource": secret}}
+		if r.status != 403 || len(r.details()) != 1 || !reflect.DeepEqual(r.details()[0], want) {
+			t.Fatalf("want 403 explained by %v, got %d %s", want, r.status, r.raw)
+		}
+	}
+	bare := func(r resp) {
+		t.Helper()
+		if r.status != 403 || r.errCode() != "FORBIDDEN" || len(r.details()) != 0 {
+			t.Fatalf("want a bare 403, got %d %s", r.status, r.raw)
+		}
+	}
+
+	// The administrator reads everything: told that the Agent's own principal lacks secret:operate.
+	explained(e.admin("POST", deploy.path, nil), iam.IdentityKindServicePrincipal, agentSP)
+
+	// A caller that may deploy but read neither the Agent nor the Secret learns nothing new, about
+	// the Agent's principal or about itself.
+	caller := e.newServicePrincipal("")
+	e.grant(caller.id, ns, iam.KindAgent, agentID, perm(iam.ActionDeploy, iam.KindAgent))
+	e.grant(caller.id, ns, iam.KindConfiguration, cfgID, perm(iam.ActionRead, iam.KindConfiguration))
+	bare(e.do(caller.apply(deploy)))
+	e.grant(caller.id, ns, iam.KindSecret, secID, perm(iam.ActionRead, iam.KindSecret))
+	explained(e.do(caller.apply(deploy)), iam.IdentityKindServicePrincipal, caller.id) // its own missing operate, on a Secret it reads
+
+	// Holding operate itself, the caller is next refused for the Agent's principal: explained only
+	// once it may read the Agent too.
+	e.grant(caller.id, ns, iam.KindSecret, secID, perm(iam.ActionOperate, iam.KindSecret))
+	bare(e.do(caller.apply(deploy)))
+	e.grant(caller.id, ns, iam.KindAgent, agentID, perm(iam.ActionRead, iam.KindAgent))
+	explained(e.do(caller.apply(deploy)), iam.IdentityKindServicePrincipal, agentSP)
+
+	// The explanation is right: granting exactly what it names admits the deploy.
+	e.grant(agentSP, ns, iam.KindSecret, secID, perm(iam.ActionOperate, iam.KindSecret))
+	e.expect(e.do(caller.apply(deploy)), 202)
 }
 
 // TestDriverEffectsFollowTheTransaction: a Secret value written before a failed transaction is

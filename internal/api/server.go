@@ -382,7 +382,7 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 		}); aerr != nil {
 			return platform.Unavailable(aerr)
 		}
-		return platform.NewError(platform.CodeForbidden, platform.MessageForbidden)
+		return platform.NewError(platform.CodeForbidden, platform.MessageForbidden, d.details...)
 	}
 	return err
 }

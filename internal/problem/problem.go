@@ -17,6 +17,9 @@ const (
 	DetailInvalidValue  = "INVALID_VALUE"
 	DetailTooLong       = "TOO_LONG"
 	DetailTooDeep       = "TOO_DEEP"
+	// DetailPermissionDenied is an authorization denial explained: its Permission names who lacked
+	// what on which resource.
+	DetailPermissionDenied = "PERMISSION_DENIED"
 )
 
 // CodeDriverConfigurationInvalid is every schema or semantic refusal of a Driver configuration,
@@ -37,6 +40,23 @@ type Detail struct {
 	// Message is an optional fixed sentence for operators. The API's error bodies and the
 	// startup failure line carry only Path and Code.
 	Message string `json:"-"`
+	// Permission, on a PERMISSION_DENIED detail, is the permission that was missing.
+	Permission *Permission `json:"permission,omitempty"`
+}
+
+// Permission is one authorization request an explained denial refused: Principal may not
+// perform Action on Resource.
+type Permission struct {
+	Principal Ref    `json:"principal"`
+	Action    string `json:"action"`
+	Resource  Ref    `json:"resource"`
+}
+
+// Ref names a principal or a resource.
+type Ref struct {
+	Kind        string  `json:"kind"`
+	ID          string  `json:"id"`
+	NamespaceID *string `json:"namespaceId,omitempty"`
 }
 
 // String is "{path code}", with the message after the code when there is one.
