@@ -162,6 +162,30 @@ func TestConsoleShowsAFailedDeployment(t *testing.T) {
 	b.waitFor("the list shows it", hasText(".deployment-cell", "RUNTIME_AUTHENTICATION_FAILED"))
 }
 
+// TestConsoleNamesTheMissingGrantOfARefusedDeploy: a deploy refused because the Agent's own
+// ServicePrincipal lacks secret:operate shows which principal lacks what on which Secret.
+func TestConsoleNamesTheMissingGrantOfARefusedDeploy(t *testing.T) {
+	t.Parallel()
+	chromiumPath(t)
+	stack := startConsoleStack(t, "{}")
+	wait.Eventually(t, wait.Medium, "default namespace ready", func() bool { return stack.inst.status(t) == "ready" })
+	nsID := stack.inst.defaultNS
+	ns := "/namespaces/" + nsID
+	_, sec := stack.api.call("POST", ns+"/secrets", map[string]any{"name": "token", "value": "console-denied-value-1618"})
+	secID := data(sec)["id"].(string)
+	_, cfg := stack.api.call("POST", ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{},
+		"secretBindings": map[string]any{"TOKEN": map[string]any{"source": map[string]any{"kind": "secret", "id": secID, "namespaceId": nsID}}}})
+	_, agent := stack.api.call("POST", ns+"/agents", map[string]any{"name": "ungranted", "configurationId": data(cfg)["id"],
+		"harnessAuth": map[string]any{"method": "runtime"}})
+	agentID, agentSP := data(agent)["id"].(string), data(agent)["servicePrincipalId"].(string)
+	b := newBrowser(t, stack.base, 1280, 900)
+	b.open("/console/agents/" + agentID + "?namespace=" + nsID)
+	b.signIn(adminEmail, adminPassword)
+	b.click("button", "Deploy new version")
+	b.waitFor("the refusal", hasText(".alert .error-code", "FORBIDDEN"))
+	b.waitFor("the missing grant", hasText(".alert .denied-permission", "ServicePrincipal "+agentSP+" lacks operate on secret "+secID))
+}
+
 // TestConsoleKeyboardOnlyAgentCreation: creating an Agent, including a new Secret in the
 // picker's dialog, with Tab, arrows, typing and Enter only.
 func TestConsoleKeyboardOnlyAgentCreation(t *testing.T) {

@@ -34,7 +34,7 @@ export function errorPanel(err, { denied, refresh, retry, title, details: shown 
     if (retry) actions.push(h('button', { type: 'button', class: 'button secondary', on: { click: retry } }, 'Try again'));
     if (refresh) actions.push(h('button', { type: 'button', class: 'button secondary', on: { click: refresh } }, 'Refresh'));
   }
-  const details = (shown || err.details || []).map((d) => h('li', {}, h('code', {}, d.path || '/'), ' ', d.code));
+  const details = (shown || err.details || []).map(detailItem);
   return h('div', { class: err.unknownOutcome ? 'alert warning' : 'alert error', role: 'alert' },
     title ? h('p', { class: 'alert-title' }, title) : null,
     h('p', { class: 'alert-lead' }, explain(err, { denied })),
@@ -45,6 +45,19 @@ export function errorPanel(err, { denied, refresh, retry, title, details: shown 
       'Code ', h('code', { class: 'error-code' }, err.code || 'UNKNOWN'),
       err.requestId ? [' · Request ', h('code', { class: 'request-id' }, err.requestId)] : null),
     actions.length ? h('div', { class: 'alert-actions' }, actions) : null);
+}
+
+// detailItem is one detail: where and what for a validation problem; for an explained denial
+// (PERMISSION_DENIED), which principal lacks which action on which resource, so the reader knows
+// the grant to ask for.
+function detailItem(d) {
+  const p = d.permission;
+  if (d.code === 'PERMISSION_DENIED' && p) {
+    const who = p.principal.kind === 'service_principal' ? 'ServicePrincipal' : 'Principal';
+    return h('li', { class: 'denied-permission' }, who, ' ', h('code', {}, p.principal.id), ' lacks ',
+      h('code', {}, p.action), ' on ', p.resource.kind, ' ', h('code', {}, p.resource.id));
+  }
+  return h('li', {}, h('code', {}, d.path || '/'), ' ', d.code);
 }
 
 // isAbort reports a request cancelled because its page went away.
