@@ -325,6 +325,10 @@ func (s *Server) seedPresetsIn(ctx context.Context, tx store.DBTX, names []strin
 			if err != nil {
 				return err
 			}
+			if len(rows) == 0 {
+				// Another replica starting at the same time wrote them first.
+				continue
+			}
 			ids := make([]string, len(rows))
 			for i, r := range rows {
 				ids[i] = r.ID

@@ -210,3 +210,27 @@ func TestPresetSeedingNeedsAnAdministrator(t *testing.T) {
 		t.Fatalf("the refused start left %d Presets", n)
 	}
 }
+
+// TestPresetSeedingByConcurrentReplicas: API replicas starting together add each default once.
+func TestPresetSeedingByConcurrentReplicas(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := api.New(context.Background(), api.Config{Pool: e.app, IAMDriverID: iamDriverID, Presets: preset.Bundled()})
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM occ.presets WHERE namespace_id = $1`, e.defaultNS); n != len(preset.Bundled()) {
+		t.Fatalf("%d copies of %d defaults", n, len(preset.Bundled()))
+	}
+	if n := e.count(`SELECT count(*) FROM occ.audit_events WHERE action = $1`, api.ActionPresetsSeed); n != 1 {
+		t.Fatalf("%d seed audit events, want the one of the replica that wrote them", n)
+	}
+}
