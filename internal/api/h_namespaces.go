@@ -97,7 +97,14 @@ func (s *Server) createNamespace(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
+	presetIDs, err := s.seedNewNamespace(ctx, c, id)
+	if err != nil {
+		return err
+	}
 	details := map[string]any{"name": b.Name, "workId": workID}
+	if len(presetIDs) > 0 {
+		details["presetIds"] = presetIDs
+	}
 	if b.ExistingNamespace != nil {
 		details["existingNamespace"] = *b.ExistingNamespace
 	}
@@ -124,6 +131,11 @@ func (s *Server) deleteNamespace(ctx context.Context, c *call) error {
 	if ns.Status == platform.NamespaceDeleting {
 		return s.repeatNamespaceDeletion(ctx, c, ns)
 	}
+	// Unchanged default Presets go with the Namespace; a refusal below rolls their removal back.
+	removedPresets, err := s.removeUnchangedDefaults(ctx, c, ns.ID)
+	if err != nil {
+		return err
+	}
 	contents, err := store.NamespaceContents(ctx, c.tx, ns.ID, 8)
 	if err != nil {
 		return platform.Unavailable(err)
@@ -142,7 +154,11 @@ func (s *Server) deleteNamespace(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := c.audit(ctx, auditEvent(res, map[string]any{"workId": workID})); err != nil {
+	details := map[string]any{"workId": workID}
+	if len(removedPresets) > 0 {
+		details["removedPresetIds"] = removedPresets
+	}
+	if err := c.audit(ctx, auditEvent(res, details)); err != nil {
 		return err
 	}
 	ns.Status = platform.NamespaceDeleting

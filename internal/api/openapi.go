@@ -56,7 +56,7 @@ func OpenAPIDocument() map[string]any {
 			map[string]any{"name": "health"}, map[string]any{"name": "meta"},
 			map[string]any{"name": "authentication"}, map[string]any{"name": "installation"},
 			map[string]any{"name": "namespaces"}, map[string]any{"name": "iam"},
-			map[string]any{"name": "configurations"}, map[string]any{"name": "secrets"},
+			map[string]any{"name": "configurations"}, map[string]any{"name": "presets"}, map[string]any{"name": "secrets"},
 			map[string]any{"name": "service-accounts"}, map[string]any{"name": "agents"},
 		},
 		"paths": paths,

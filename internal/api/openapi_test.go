@@ -195,9 +195,9 @@ func TestOpenAPIDocument(t *testing.T) {
 	if !slices.Equal(inDoc, inTable) {
 		t.Fatalf("document routes %v\ntable routes %v", inDoc, inTable)
 	}
-	// 51 routes, the 4 runtime views and the 29 of sign-in (providers, account controls, recovery,
-	// CLI sessions).
-	if len(inTable) != 84 {
+	// 51 routes, the 5 of Presets, the 4 runtime views and the 29 of sign-in (providers, account
+	// controls, recovery, CLI sessions).
+	if len(inTable) != 89 {
 		t.Fatalf("%d routes", len(inTable))
 	}
 	// The document is served bare, not in the envelope, and uncached.
@@ -254,7 +254,8 @@ func TestOpenAPIDocumentsPermissions(t *testing.T) {
 	op := doc["paths"].(map[string]any)["/namespaces"].(map[string]any)["post"].(map[string]any)
 	perms, _ := json.Marshal(op["x-openclaw-permissions"])
 	if string(perms) != `[{"action":"create","resourceKind":"namespace","target":"installation-collection"},`+
-		`{"action":"administer","resourceKind":"installation","target":"installation","when":"existingNamespace is set"}]` {
+		`{"action":"administer","resourceKind":"installation","target":"installation","when":"existingNamespace is set"},`+
+		`{"action":"create","resourceKind":"preset","target":"referenced-resource","when":"the new Namespace's Presets, when the Installation has default Presets"}]` {
 		t.Fatalf("permissions %s", perms)
 	}
 }

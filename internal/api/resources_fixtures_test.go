@@ -14,6 +14,15 @@ type resourceFixtures struct {
 	sa, spareSA         string
 	agent, spareAgent   string
 	agentSP, revision   string
+	preset, sparePreset string
+}
+
+// fixturePresetTemplate is a template using each kind of variable the matrix needs.
+func fixturePresetTemplate() map[string]any {
+	return map[string]any{
+		"variables": map[string]any{"name": map[string]any{"type": "string"}},
+		"agent":     map[string]any{"name": "{{ vars.name }}", "executionMode": "embedded"},
+	}
 }
 
 func secretRef(ns, id string) map[string]any {
@@ -34,6 +43,8 @@ func newResourceFixtures(t *testing.T, e *env, ns string) resourceFixtures {
 		"secretBindings": map[string]any{"TOKEN": map[string]any{"source": secretRef(ns, f.secret)}}})["id"].(string)
 	f.spareCfg = post("/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})["id"].(string)
 	f.lone = post("/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})["id"].(string)
+	f.preset = post("/presets", map[string]any{"name": "preset-" + randomSuffix(), "template": fixturePresetTemplate()})["id"].(string)
+	f.sparePreset = post("/presets", map[string]any{"name": "preset-" + randomSuffix(), "template": map[string]any{}})["id"].(string)
 	f.sa = post("/service-accounts", map[string]any{"name": "sa-" + randomSuffix()})["id"].(string)
 	f.spareSA = post("/service-accounts", map[string]any{"name": "sa-" + randomSuffix()})["id"].(string)
 	agent := post("/agents", map[string]any{"name": "agent-" + randomSuffix(), "configurationId": f.cfg,
@@ -75,6 +86,15 @@ func (f resourceFixtures) cases(ns string) map[string]func() matrixCase {
 			exactGrant(ns, iam.KindConfiguration, f.cfg, iam.ActionUpdate), operateSecret),
 		"DELETE /namespaces/{namespaceId}/configurations/{configurationId}": c("DELETE", "/configurations/"+f.lone, nil, 204,
 			exactGrant(ns, iam.KindConfiguration, f.lone, iam.ActionDelete)),
+		"GET /namespaces/{namespaceId}/presets": c("GET", "/presets", nil, 200, nsRead),
+		"POST /namespaces/{namespaceId}/presets": c("POST", "/presets",
+			map[string]any{"name": "matrix-" + randomSuffix(), "template": fixturePresetTemplate()}, 201, collectionGrant(ns, iam.KindPreset)),
+		"GET /namespaces/{namespaceId}/presets/{presetId}": c("GET", "/presets/"+f.preset, nil, 200,
+			exactGrant(ns, iam.KindPreset, f.preset, iam.ActionRead)),
+		"PATCH /namespaces/{namespaceId}/presets/{presetId}": c("PATCH", "/presets/"+f.preset,
+			map[string]any{"template": fixturePresetTemplate()}, 200, exactGrant(ns, iam.KindPreset, f.preset, iam.ActionUpdate)),
+		"DELETE /namespaces/{namespaceId}/presets/{presetId}": c("DELETE", "/presets/"+f.sparePreset, nil, 204,
+			exactGrant(ns, iam.KindPreset, f.sparePreset, iam.ActionDelete)),
 		"GET /namespaces/{namespaceId}/secrets":  c("GET", "/secrets", nil, 200, nsRead),
 		"POST /namespaces/{namespaceId}/secrets": c("POST", "/secrets", map[string]any{"name": "n", "value": "matrix-value"}, 201, collectionGrant(ns, iam.KindSecret)),
 		"GET /namespaces/{namespaceId}/secrets/{secretId}": c("GET", "/secrets/"+f.secret, nil, 200,

@@ -24,6 +24,7 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/preset"
 	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/schema"
 	"github.com/openclaw/occ/internal/settings"
@@ -76,6 +77,10 @@ type Config struct {
 	Console http.Handler
 	// Version is the build version GET /healthz reports (occ version prints it).
 	Version string
+	// Presets are the Installation's default Presets (presets.includeDefaults and presets.files):
+	// New adds the missing ones to every provisioning and ready Namespace, a Namespace create
+	// copies them in its transaction, and a Namespace deletion removes the unchanged copies.
+	Presets []preset.Definition
 	// SignIn configures external sign-in, the recovery account, trusted proxies and CLI
 	// sessions; the zero value is password sign-in only.
 	SignIn SignIn
@@ -174,6 +179,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		signInState: signInState, runtimeGate: newRuntimeGate(),
 	}
 	if err := s.prepareSignIn(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.seedPresets(ctx); err != nil {
 		return nil, err
 	}
 	s.openapi, err = json.Marshal(OpenAPIDocument())

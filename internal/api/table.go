@@ -318,6 +318,7 @@ var routeTable = append(append([]*Route{
 			{Action: iam.ActionCreate, Kind: iam.KindNamespace, Target: TargetInstallationCollection},
 			{Action: iam.ActionAdminister, Kind: iam.KindInstallation, Target: TargetInstallation,
 				When: "existingNamespace is set", Cond: func(c *call) bool { return c.bodyHas("existingNamespace") }},
+			referenced(iam.ActionCreate, iam.KindPreset, "the new Namespace's Presets, when the Installation has default Presets"),
 		},
 		Body: namespaceBody, Conflict: true, Tx: TxWrite,
 		Success: http.StatusCreated, Response: namespaceSchema, Handler: (*Server).createNamespace,

@@ -7,6 +7,7 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/preset"
 	"github.com/openclaw/occ/internal/schema"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -30,6 +31,11 @@ const (
 	ActionServiceAccountsRead   = "openclaw.service_accounts.read"
 	ActionServiceAccountsUpdate = "openclaw.service_accounts.update"
 	ActionServiceAccountsDelete = "openclaw.service_accounts.delete"
+	ActionPresetsList           = "openclaw.presets.list"
+	ActionPresetsCreate         = "openclaw.presets.create"
+	ActionPresetsRead           = "openclaw.presets.read"
+	ActionPresetsUpdate         = "openclaw.presets.update"
+	ActionPresetsDelete         = "openclaw.presets.delete"
 	ActionAgentsList            = "openclaw.agents.list"
 	ActionAgentsCreate          = "openclaw.agents.create"
 	ActionAgentsRead            = "openclaw.agents.read"
@@ -49,6 +55,8 @@ const (
 const (
 	SecretBodyLimit        = 448 << 10
 	ConfigurationBodyLimit = 448 << 10
+	// PresetBodyLimit is upstream's 1 MiB template with room for its name and envelope.
+	PresetBodyLimit = preset.MaxBytes + 16<<10
 )
 
 // Path parameters.
@@ -58,6 +66,7 @@ var (
 	serviceAccountIDParam = idOf(platform.PrefixServiceAccount)
 	agentIDParam          = idOf(platform.PrefixAgent)
 	revisionIDParam       = idOf(platform.PrefixRevision)
+	presetIDParam         = idOf(platform.PrefixPreset)
 )
 
 func nsParams(extra ...string) map[string]*schema.Schema {
@@ -72,6 +81,8 @@ func nsParams(extra ...string) map[string]*schema.Schema {
 			m[name] = serviceAccountIDParam
 		case "agentId":
 			m[name] = agentIDParam
+		case "presetId":
+			m[name] = presetIDParam
 		case "revisionId", "deploymentId":
 			m[name] = revisionIDParam
 		}
@@ -113,6 +124,19 @@ var (
 		required("generation", integer(1, 9007199254740991)),
 		required("values", valuesSchema),
 		optional("secretBindings", secretBindingsSchema),
+		required("createdAt", timestamp()),
+	)
+
+	presetTemplateSchema = openObject("{variables?, agent?, configuration?}: typed variables and {{ vars.name }} tokens " +
+		"(docs/api.md, Presets). Credential references may omit namespaceId: the path Namespace fills it.")
+	presetBody  = object(required("name", name()), required("template", presetTemplateSchema))
+	presetPatch = object(optional("name", name()),
+		optional("template", describe(presetTemplateSchema, "Replaces the whole template, variables included.")))
+	presetSchema = object(
+		required("id", idOf(platform.PrefixPreset)),
+		required("namespaceId", idOf(platform.PrefixNamespace)),
+		required("name", name()),
+		required("template", presetTemplateSchema),
 		required("createdAt", timestamp()),
 	)
 
@@ -278,6 +302,45 @@ var resourceRoutes = []*Route{
 		Permissions: []Permission{exact(iam.ActionDelete, iam.KindConfiguration)},
 		PathParams:  nsParams("configurationId"), Conflict: true, Tx: TxWrite,
 		Success: http.StatusNoContent, Handler: (*Server).deleteConfiguration,
+	},
+
+	// Presets (upstream's operationIds).
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/presets", Action: ActionPresetsList, OperationID: "listPresets", Tag: "presets",
+		Summary: "Presets the caller may read.", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{pathNamespaceRead, eachItem(iam.KindPreset)},
+		PathParams:  nsParams(), Query: pageParams, Tx: TxRead, Paged: true,
+		Success: http.StatusOK, Response: listOf(presetSchema), Handler: (*Server).listPresets,
+	},
+	{
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/presets", Action: ActionPresetsCreate, OperationID: "createPreset", Tag: "presets",
+		Summary:     "Create a Preset: a Namespace-unique name and a checked template.",
+		Description: "Creates nothing else: clients render the template and use the ordinary Configuration and Agent routes.",
+		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindPreset)},
+		PathParams:  nsParams(), Body: presetBody, BodyLimit: PresetBodyLimit, Conflict: true, Tx: TxWrite,
+		Success: http.StatusCreated, Response: presetSchema, Handler: (*Server).createPreset,
+	},
+	{
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/presets/{presetId}", Action: ActionPresetsRead, OperationID: "getPreset", Tag: "presets",
+		Summary: "One Preset with its template.", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		Permissions: []Permission{exact(iam.ActionRead, iam.KindPreset)},
+		PathParams:  nsParams("presetId"), Tx: TxRead,
+		Success: http.StatusOK, Response: presetSchema, Handler: (*Server).getPreset,
+	},
+	{
+		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/presets/{presetId}", Action: ActionPresetsUpdate, OperationID: "updatePreset", Tag: "presets",
+		Summary: "Rename a Preset or replace its whole template (omitted fields kept).", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionUpdate, iam.KindPreset)},
+		PathParams: nsParams("presetId"), Body: presetPatch, BodyLimit: PresetBodyLimit, Conflict: true, Tx: TxWrite,
+		Success: http.StatusOK, Response: presetSchema, Handler: (*Server).patchPreset,
+	},
+	{
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/presets/{presetId}", Action: ActionPresetsDelete, OperationID: "deletePreset", Tag: "presets",
+		Summary: "Delete a Preset and its exact AccessBindings; Agents made from it are unchanged.", Auth: auth.ModeAny, Scope: ScopeNamespace,
+		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionDelete, iam.KindPreset)},
+		PathParams: nsParams("presetId"), Conflict: true, Tx: TxWrite,
+		Success: http.StatusNoContent, Handler: (*Server).deletePreset,
 	},
 
 	// Secrets.

@@ -112,6 +112,7 @@ func runAPI(ctx context.Context, env Env) error {
 		Secrets:                  secrets,
 		Version:                  env.Version,
 		SignIn:                   signInConfig(cfg),
+		Presets:                  startup.Presets,
 	}
 	if cfg.Metrics.Enabled {
 		m, err := metrics.StartAPI(ctx, cfg.Metrics.ListenAddress(), log)
@@ -129,6 +130,8 @@ func runAPI(ctx context.Context, env Env) error {
 		switch {
 		case errors.Is(err, api.ErrNotBootstrapped):
 			return fail(codeStartupFailed, "The Installation is not bootstrapped. Run occ bootstrap first.")
+		case errors.Is(err, api.ErrPresetSeedingRefused):
+			return fail(codeStartupFailed, "The default Presets cannot be seeded: an Installation administrator needs preset:create in every ready or provisioning Namespace.")
 		case errors.Is(err, api.ErrRecoveryAccountInvalid):
 			return fail(codeStartupFailed, "OCC_AUTH_GITHUB_RECOVERY_USER_ID must name a local-password Installation administrator.")
 		case store.ServerRefused(err):

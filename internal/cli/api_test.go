@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +21,18 @@ import (
 func TestAPIStartupErrors(t *testing.T) {
 	t.Parallel()
 	migrated := pgtest.New(t) // migrated but never bootstrapped
+	roots := t.TempDir()
+	missingPreset := filepath.Join(roots, "installation.yaml")
+	if err := os.WriteFile(missingPreset, []byte(fmt.Sprintf(`occ: {cluster: local}
+drivers:
+  compute: {id: compute-simulated, implementation: simulated, configuration: {}}
+  configuration: {id: configuration-filesystem, implementation: filesystem, configuration: {root: %q}}
+  iam: {id: native-iam, configuration: {}}
+  secret: {id: secret-filesystem, implementation: filesystem, configuration: {root: %q}}
+presets: {files: [missing-preset.json]}
+`, filepath.Join(roots, "configurations"), filepath.Join(roots, "secrets"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -34,6 +47,8 @@ func TestAPIStartupErrors(t *testing.T) {
 			"OCC_DATABASE_URL": migrated.AppURL, "OCC_AUTH_BASE_URL": "ftp://127.0.0.1"}, "AUTH_BASE_URL_INVALID"},
 		{"missing startup yaml", map[string]string{"NODE_ENV": "development", "OCC_HOST": "127.0.0.1", "OCC_PORT": "3000",
 			"OCC_DATABASE_URL": migrated.AppURL, "OCC_CONFIG_PATH": "/nonexistent/occ.yaml"}, "STARTUP_CONFIGURATION_UNAVAILABLE"},
+		{"missing preset file", map[string]string{"NODE_ENV": "development", "OCC_HOST": "127.0.0.1", "OCC_PORT": "3000",
+			"OCC_DATABASE_URL": migrated.AppURL, "OCC_CONFIG_PATH": missingPreset}, "DRIVER_CONFIGURATION_INVALID"},
 		{"unreachable database", map[string]string{"NODE_ENV": "development", "OCC_HOST": "127.0.0.1", "OCC_PORT": "3000",
 			"OCC_DATABASE_URL": "postgres://u:secret-pw@127.0.0.1:1/db"}, "PERSISTENCE_UNAVAILABLE"},
 		{"not bootstrapped", map[string]string{"NODE_ENV": "development", "OCC_HOST": "127.0.0.1", "OCC_PORT": "3000",

@@ -205,11 +205,42 @@ func (h *harnessAuthFlags) build(s *clientSession) (*platform.HarnessAuth, error
 func agentCreateCommand(env Env) *cobra.Command {
 	var file, configuration, mode string
 	var auth harnessAuthFlags
+	var fromPreset presetFlags
 	cmd := &cobra.Command{
-		Use:   "create NAME --configuration ID [--mode embedded|dedicated] [--auth METHOD] [--secret NAME] | create -f FILE",
-		Short: "Create an Agent from flags, or from a {name, configurationId, executionMode?, harnessAuth?} document",
-		Args:  cobra.RangeArgs(0, 1),
+		Use: "create NAME --configuration ID [--mode embedded|dedicated] [--auth METHOD] [--secret NAME] | " +
+			"create [NAME] --preset PRESET [--set VAR=VALUE]... [--set-file VAR=PATH]... | create -f FILE",
+		Short: "Create an Agent from flags, from a Preset, or from a {name, configurationId, executionMode?, harnessAuth?} document",
+		Long: `Create an Agent from flags, from a Preset, or from a document.
+
+With --preset the CLI reads the Preset, fills its variables from --set and --set-file (a declared
+"name" variable defaults to NAME), renders it, and creates what it describes: a Secret NAME-harness
+when the template puts a password variable in harnessAuth.secret, the Configuration, then the
+Agent. --mode and the Harness authentication flags replace the Preset's.`,
+		Args: cobra.RangeArgs(0, 1),
 		RunE: clientRun(env, true, func(s *clientSession, args []string) error {
+			if mode != "" && mode != platform.ExecutionEmbedded && mode != platform.ExecutionDedicated {
+				return usageError(env, "--mode must be embedded or dedicated.")
+			}
+			if fromPreset.given() {
+				if fromPreset.name == "" {
+					return usageError(env, "--set and --set-file fill the variables of a Preset: give --preset NAME.")
+				}
+				if file != "" || configuration != "" {
+					return usageError(env, "--preset composes the Configuration itself: give it without -f FILE or --configuration.")
+				}
+				name := ""
+				if len(args) > 0 {
+					if err := checkName(env, args[0]); err != nil {
+						return err
+					}
+					name = args[0]
+				}
+				data, err := fromPreset.createFromPreset(s, name, mode, &auth)
+				if err != nil {
+					return err
+				}
+				return s.printItemOf(data, agentSpec)
+			}
 			flags := len(args) > 0 || configuration != "" || mode != "" || auth.given()
 			body, err := documentOrFlags(env, file, flags, func() ([]byte, error) {
 				if len(args) == 0 {
@@ -220,9 +251,6 @@ func agentCreateCommand(env Env) *cobra.Command {
 				}
 				if configuration == "" {
 					return nil, usageError(env, "--configuration is required: the id of the Agent's Configuration (occ configuration create prints it).")
-				}
-				if mode != "" && mode != platform.ExecutionEmbedded && mode != platform.ExecutionDedicated {
-					return nil, usageError(env, "--mode must be embedded or dedicated.")
 				}
 				cfg, err := s.resolve(configurationKind, configuration)
 				if err != nil {
@@ -249,6 +277,7 @@ func agentCreateCommand(env Env) *cobra.Command {
 	cmd.Flags().StringVar(&mode, "mode", "", "execution mode: embedded (OpenClaw, the default) or dedicated (Codex)")
 	_ = cmd.RegisterFlagCompletionFunc("mode", fixedCompletion(platform.ExecutionEmbedded, platform.ExecutionDedicated))
 	auth.register(cmd)
+	fromPreset.register(cmd)
 	return cmd
 }
 

@@ -34,6 +34,8 @@ var (
 		collection: func(s *clientSession) string { return nsPath(s, "/agents") }, named: true}
 	secretKind = resourceKind{what: "Secret", prefix: platform.PrefixSecret, list: "occ secret list",
 		collection: func(s *clientSession) string { return nsPath(s, "/secrets") }, named: true}
+	presetKind = resourceKind{what: "Preset", prefix: platform.PrefixPreset, list: "occ preset list",
+		collection: func(s *clientSession) string { return nsPath(s, "/presets") }, named: true}
 	serviceAccountKind = resourceKind{what: "ServiceAccount", prefix: platform.PrefixServiceAccount, list: "occ service-account list",
 		collection: func(s *clientSession) string { return nsPath(s, "/service-accounts") }, named: true}
 	servicePrincipalKind = resourceKind{what: "ServicePrincipal", prefix: platform.PrefixServicePrincipal, list: "occ iam service-principal list",

@@ -52,6 +52,7 @@ func NewRoot(env Env) *cobra.Command {
 	root.AddCommand(newServiceKeyCommand(env))
 	root.AddCommand(newConfigurationCommand(env))
 	root.AddCommand(newSecretCommand(env))
+	root.AddCommand(newPresetCommand(env))
 	root.AddCommand(newServiceAccountCommand(env))
 	root.AddCommand(newAgentCommand(env))
 	root.AddCommand(newAuditCommand(env), newAccountCommand(env), newWhoamiCommand(env), newConfigCommand(env))

@@ -33,8 +33,13 @@
 //	logging:        {level: debug|info|warn|error}              optional, default info
 //	observability:  {url: <absolute http(s) URL>}               optional (console link; accepted, closed)
 //	backend:        []                                          optional; only the empty list (Backends come later)
+//	presets:        {includeDefaults?: bool, files?: [path]}     optional; the Installation's default Presets
 //
-// Every object is closed. The other upstream top-level sections (presets, runtime, integrations)
+// presets.includeDefaults adds the bundled Presets (internal/preset); each presets.files entry is
+// one {name, template} JSON file, a relative path resolved beside the startup YAML. A file that is
+// missing, malformed, invalid or repeats a name refuses the document.
+//
+// Every object is closed. The other upstream top-level sections (runtime, integrations)
 // and the other upstream capabilities (sandbox, credential_gateway, plugin, service_account, repo)
 // are refused as UNKNOWN_FIELD until their features exist: ignoring them would silently drop an
 // operator's intent. The upstream selection key package is refused the same way; `implementation`

@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/openclaw/occ/internal/preset"
 	"github.com/openclaw/occ/internal/problem"
 )
 
@@ -74,6 +75,10 @@ type Config struct {
 	Configuration Selection
 	Secret        Selection
 	IAM           Selection
+
+	// Presets are the Installation's default Presets: the bundled ones when
+	// presets.includeDefaults is true, then each of presets.files, read at startup.
+	Presets []preset.Definition
 }
 
 // ConfigurationValidator checks one selection's configuration object after the document passed the
@@ -89,6 +94,14 @@ type Option func(*options)
 
 type options struct {
 	validators map[[2]string]ConfigurationValidator
+	// baseDir resolves relative presets.files: the startup YAML's directory.
+	baseDir string
+}
+
+// WithBaseDir resolves relative presets.files against dir (Load passes the startup YAML's
+// directory; Parse without it refuses relative paths).
+func WithBaseDir(dir string) Option {
+	return func(o *options) { o.baseDir = dir }
 }
 
 // WithValidator registers the validator of one (capability, implementation) pair. A registration
@@ -145,7 +158,7 @@ func Load(path string, env Env, opts ...Option) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Parse(data, env, opts...)
+	return Parse(data, env, append([]Option{WithBaseDir(filepath.Dir(path))}, opts...)...)
 }
 
 func envError(code, message string) *problem.Error {

@@ -285,12 +285,11 @@ drivers:
 		},
 		{
 			name: "unsupported upstream sections",
-			doc:  specExample + "presets: {includeDefaults: true}\nruntime: {nativeWorkerSupport: custom-image}\nintegrations: {}\nbackend: [{id: x}]\n",
+			doc:  specExample + "runtime: {nativeWorkerSupport: custom-image}\nintegrations: {}\nbackend: [{id: x}]\n",
 			code: CodeDriverConfigurationInvalid,
 			details: []problem.Detail{
 				{Path: "/backend", Code: problem.DetailInvalidValue},
 				{Path: "/integrations", Code: problem.DetailUnknownField},
-				{Path: "/presets", Code: problem.DetailUnknownField},
 				{Path: "/runtime", Code: problem.DetailUnknownField},
 			},
 		},
@@ -608,7 +607,8 @@ func TestFixedMessagesAreLogSafe(t *testing.T) {
 	t.Parallel()
 	for _, m := range []string{
 		msgUnknownField, msgRequired, msgObject, msgString, msgList, msgPlaintext, msgUnsafeInteger,
-		msgSingleton, msgUnsafeKey, msgSecretRef, msgTooDeep, msgUnsupportedCap, msgPackage, msgPresets,
+		msgSingleton, msgUnsafeKey, msgSecretRef, msgTooDeep, msgUnsupportedCap, msgPackage,
+		msgPresetRelative, msgPresetUnreadable, msgPresetInvalid, msgPresetDuplicate,
 		msgRuntime, msgIntegrations, msgBackends, msgDriverID, msgUnknownImpl, msgNotInProduction,
 		msgNoValidator, msgLogLevel, msgURL, msgAbsolutePath, msgRootRequired, msgClusterName,
 		msgValidatorFailed, msgNativeIAMNotEmpty,
@@ -667,4 +667,88 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestLoadPresets(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sim := WithValidator(CapabilityCompute, ImplementationSimulated, emptyOnly)
+	write := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("presets/team.json", `{"name": "team", "template": {"agent": {"executionMode": "embedded"}}}`)
+	other := write("elsewhere/other.json", `{"name": "other", "template": {}}`)
+	yaml := write("installation.yaml", specExample+"presets:\n  includeDefaults: true\n  files: [presets/team.json, "+other+"]\n")
+	cfg, err := Load(yaml, Env{}, sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range cfg.Presets {
+		names = append(names, d.Name)
+	}
+	if strings.Join(names, ",") != "Dedicated Codex,Embedded OpenClaw,team,other" {
+		t.Fatalf("presets %v", names)
+	}
+	// Without includeDefaults only the files load.
+	yaml = write("files-only.yaml", specExample+"presets: {includeDefaults: false, files: [presets/team.json]}\n")
+	if cfg, err = Load(yaml, Env{}, sim); err != nil || len(cfg.Presets) != 1 {
+		t.Fatalf("files only: %v %v", cfg, err)
+	}
+
+	write("presets/bad.json", `{"name": "bad", "template": {"agent": {"harnessAuth": {"method": "api_key", "secret": "sk-literal"}}}}`)
+	write("presets/extra.json", `{"name": "x", "template": {}, "more": 1}`)
+	write("presets/dup.json", `{"name": "Dedicated Codex", "template": {}}`)
+	yaml = write("bad.yaml", specExample+"presets:\n  includeDefaults: true\n  files: [presets/missing.json, presets/bad.json, presets/extra.json, presets/dup.json, presets/team.json, presets/team.json]\n")
+	_, err = Load(yaml, Env{}, sim)
+	var e *problem.Error
+	if !errors.As(err, &e) || e.Code != CodeDriverConfigurationInvalid {
+		t.Fatalf("Load = %v", err)
+	}
+	want := []problem.Detail{
+		{Path: "/presets/files/0", Code: problem.DetailInvalidValue, Message: msgPresetUnreadable},
+		{Path: "/presets/files/1", Code: problem.DetailInvalidValue, Message: msgPresetInvalid},
+		{Path: "/presets/files/2", Code: problem.DetailInvalidValue, Message: msgPresetInvalid},
+		{Path: "/presets/files/3", Code: problem.DetailInvalidValue, Message: msgPresetDuplicate},
+		{Path: "/presets/files/5", Code: problem.DetailInvalidValue, Message: msgPresetDuplicate},
+	}
+	got := e.Details
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("details %+v", got)
+	}
+	yaml = write("closed.yaml", specExample+"presets: {watch: true}\n")
+	if _, err = Load(yaml, Env{}, sim); !errors.As(err, &e) || !slicesContainAll(e.Details,
+		[]problem.Detail{{Path: "/presets/watch", Code: problem.DetailUnknownField, Message: msgUnknownField}}) {
+		t.Fatalf("an unknown presets option: %v", err)
+	}
+	if strings.Contains(fmt.Sprint(e), "sk-literal") {
+		t.Fatal("the error echoes a file's content")
+	}
+	// Parse has no file to resolve a relative path against.
+	if _, err := Parse([]byte(specExample+"presets: {files: [team.json]}\n"), Env{}, sim); err == nil {
+		t.Fatal("Parse accepted a relative Preset file")
+	}
+}
+
+func slicesContainAll(got, want []problem.Detail) bool {
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			if g == w {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }

@@ -2,16 +2,21 @@ package installcfg
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/preset"
 	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/schema"
 )
@@ -80,7 +85,7 @@ func (v *validator) document(doc map[string]any) *Config {
 		case "backend":
 			v.backend(doc[k], p)
 		case "presets":
-			v.ds.add(p, problem.DetailUnknownField, msgPresets)
+			cfg.Presets = v.presets(doc[k], p)
 		case "runtime":
 			v.ds.add(p, problem.DetailUnknownField, msgRuntime)
 		case "integrations":
@@ -195,6 +200,76 @@ func (v *validator) observability(val any, path string) string {
 	}
 	url, _ := val.(map[string]any)["url"].(string)
 	return url
+}
+
+// maxPresetFiles bounds presets.files; maxPresetFileSize is a 1 MiB template with its name.
+const (
+	maxPresetFiles    = 64
+	maxPresetFileSize = preset.MaxBytes + 16<<10
+)
+
+// presets reads presets.includeDefaults (the bundled Presets) and presets.files (one
+// {name, template} JSON object each, relative paths beside the startup YAML). A file that cannot
+// be read, does not hold a valid definition or repeats a name is refused at its list item.
+func (v *validator) presets(val any, path string) []preset.Definition {
+	s := section(
+		schema.Optional("includeDefaults", schema.Boolean()),
+		schema.Optional("files", schema.ArrayOf(schema.String(1, 4096), 0, maxPresetFiles)),
+	)
+	if !v.check(s, val, path) {
+		return nil
+	}
+	m := val.(map[string]any)
+	var out []preset.Definition
+	if include, _ := m["includeDefaults"].(bool); include {
+		out = preset.Bundled()
+	}
+	files, _ := m["files"].([]any)
+	for i, f := range files {
+		p := path + "/files/" + strconv.Itoa(i)
+		name := f.(string)
+		if !filepath.IsAbs(name) {
+			if v.opts.baseDir == "" {
+				v.ds.add(p, problem.DetailInvalidValue, msgPresetRelative)
+				continue
+			}
+			name = filepath.Join(v.opts.baseDir, name)
+		}
+		data, ok := readPresetFile(name)
+		if !ok {
+			v.ds.add(p, problem.DetailInvalidValue, msgPresetUnreadable)
+			continue
+		}
+		d, err := preset.ParseDefinition(data, platform.ValidName)
+		if err != nil {
+			v.ds.add(p, problem.DetailInvalidValue, msgPresetInvalid)
+			continue
+		}
+		if slices.ContainsFunc(out, func(o preset.Definition) bool { return o.Name == d.Name }) {
+			v.ds.add(p, problem.DetailInvalidValue, msgPresetDuplicate)
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// readPresetFile reads a regular file of at most maxPresetFileSize bytes.
+func readPresetFile(name string) ([]byte, bool) {
+	info, err := os.Stat(name)
+	if err != nil || !info.Mode().IsRegular() || info.Size() > maxPresetFileSize {
+		return nil, false
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPresetFileSize+1))
+	if err != nil || len(data) > maxPresetFileSize {
+		return nil, false
+	}
+	return data, true
 }
 
 func validConsoleURL(raw string) bool {

@@ -8,7 +8,7 @@ import (
 
 // kindLabels name the kinds that keep a Namespace from being deleted, in the order they are listed.
 var kindLabels = []struct{ kind, label string }{
-	{"agent", "Agents"}, {"configuration", "Configurations"}, {"service_account", "ServiceAccounts"}, {"secret", "Secrets"},
+	{"agent", "Agents"}, {"configuration", "Configurations"}, {"service_account", "ServiceAccounts"}, {"secret", "Secrets"}, {"preset", "Presets"},
 }
 
 // NamespaceRemainsMessage lists what keeps a Namespace from being deleted: every remaining kind

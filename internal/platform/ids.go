@@ -18,6 +18,7 @@ const (
 	PrefixConfiguration    = "cfg"
 	PrefixSecret           = "sec"
 	PrefixServiceAccount   = "sa"
+	PrefixPreset           = "pre"
 	PrefixAgent            = "agt"
 	PrefixRevision         = "rev"
 	PrefixAudit            = "aud"

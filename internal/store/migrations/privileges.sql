@@ -42,6 +42,8 @@ GRANT SELECT, INSERT, DELETE ON occ.secrets TO {{app_role}};
 GRANT UPDATE (backend_namespace_name, backend_name, backend_key, backend_uid, updated_at) ON occ.secrets TO {{app_role}};
 GRANT SELECT, INSERT, DELETE ON occ.service_accounts TO {{app_role}};
 GRANT UPDATE (credential) ON occ.service_accounts TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.presets TO {{app_role}};
+GRANT UPDATE (name, template, updated_at) ON occ.presets TO {{app_role}};
 
 GRANT SELECT, INSERT ON occ.agents TO {{app_role}};
 GRANT UPDATE (name, configuration_id, backend_id, harness_auth, plugins, plugin_approvers, status,
