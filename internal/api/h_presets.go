@@ -286,64 +286,62 @@ func (s *Server) seedPresets(ctx context.Context) error {
 }
 
 func (s *Server) seedPresetsIn(ctx context.Context, tx store.DBTX, names []string) error {
-	{
-		native := iam.NewNative(s.cfg.IAMDriverID, iam.StoreSource{DB: tx})
-		allows := func(principal, action string, res iam.Resource) (bool, error) {
-			d, err := native.Authorize(ctx, iam.Request{PrincipalID: principal, Action: action, Resource: res})
-			return err == nil && iam.Allows(d, s.cfg.IAMDriverID), err
-		}
-		namespaces, err := store.SeedableNamespaces(ctx, tx)
+	native := iam.NewNative(s.cfg.IAMDriverID, iam.StoreSource{DB: tx})
+	allows := func(principal, action string, res iam.Resource) (bool, error) {
+		d, err := native.Authorize(ctx, iam.Request{PrincipalID: principal, Action: action, Resource: res})
+		return err == nil && iam.Allows(d, s.cfg.IAMDriverID), err
+	}
+	namespaces, err := store.SeedableNamespaces(ctx, tx)
+	if err != nil {
+		return err
+	}
+	actor := ""
+	for _, ns := range namespaces {
+		missing, err := store.MissingPresetNames(ctx, tx, ns, names)
 		if err != nil {
 			return err
 		}
-		actor := ""
-		for _, ns := range namespaces {
-			missing, err := store.MissingPresetNames(ctx, tx, ns, names)
-			if err != nil {
-				return err
-			}
-			if len(missing) == 0 {
-				continue
-			}
-			if actor == "" {
-				if actor, err = s.installationAdministrator(ctx, tx, allows); err != nil {
-					return err
-				}
-			}
-			ok, err := allows(actor, iam.ActionCreate, nsResource(iam.KindPreset, ns, ns))
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("%w: the administrator may not create Presets in %s", ErrPresetSeedingRefused, ns)
-			}
-			seeds, err := s.presetSeeds(ns)
-			if err != nil {
-				return err
-			}
-			rows, err := store.SeedPresets(ctx, tx, ns, seeds)
-			if err != nil {
-				return err
-			}
-			if len(rows) == 0 {
-				// Another replica starting at the same time wrote them first.
-				continue
-			}
-			ids := make([]string, len(rows))
-			for i, r := range rows {
-				ids[i] = r.ID
-			}
-			nsID := ns
-			ev := audit.Event{Kind: audit.KindMutation, Action: ActionPresetsSeed, NamespaceID: &nsID,
-				Resource: auditResource(namespaceResource(ns)), ActorID: actor,
-				Actor: &audit.Actor{PrincipalID: actor, Kind: audit.ActorKindPrincipal}, IAMDriverID: s.cfg.IAMDriverID,
-				Outcome: audit.OutcomeSuccess, Details: map[string]any{"presetIds": ids}}
-			if _, err := s.appender.Append(ctx, tx, ev); err != nil {
+		if len(missing) == 0 {
+			continue
+		}
+		if actor == "" {
+			if actor, err = s.installationAdministrator(ctx, tx, allows); err != nil {
 				return err
 			}
 		}
-		return nil
+		ok, err := allows(actor, iam.ActionCreate, nsResource(iam.KindPreset, ns, ns))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: the administrator may not create Presets in %s", ErrPresetSeedingRefused, ns)
+		}
+		seeds, err := s.presetSeeds(ns)
+		if err != nil {
+			return err
+		}
+		rows, err := store.SeedPresets(ctx, tx, ns, seeds)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			// Another replica starting at the same time wrote them first.
+			continue
+		}
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ID
+		}
+		nsID := ns
+		ev := audit.Event{Kind: audit.KindMutation, Action: ActionPresetsSeed, NamespaceID: &nsID,
+			Resource: auditResource(namespaceResource(ns)), ActorID: actor,
+			Actor: &audit.Actor{PrincipalID: actor, Kind: audit.ActorKindPrincipal}, IAMDriverID: s.cfg.IAMDriverID,
+			Outcome: audit.OutcomeSuccess, Details: map[string]any{"presetIds": ids}}
+		if _, err := s.appender.Append(ctx, tx, ev); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // installationAdministrator is the oldest persisted Principal allowed to administer the
