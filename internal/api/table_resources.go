@@ -153,21 +153,33 @@ var (
 		required("method", enum(platform.HarnessAuthRuntime, platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT)),
 		optional("source", typedRefSchema),
 	)), "runtime (no source), api_key (a Secret) or codex_pat (a Secret or a ServiceAccount); null clears it.")
-	nullOnly        = describe(&schema.Schema{Type: schema.TypeString, Nullable: true, Enum: []string{}}, "Backends are not available yet: only null.")
-	executionModes  = enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)
-	agentBodySchema = object(
+	nullOnly       = describe(&schema.Schema{Type: schema.TypeString, Nullable: true, Enum: []string{}}, "Backends are not available yet: only null.")
+	executionModes = enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)
+	// Upstream's Agent members of features this OCC does not implement take upstream's shapes, so
+	// that the handler accepts their empty forms and refuses the rest with FEATURE_NOT_AVAILABLE.
+	unavailableAgentMembers = []schema.Property{
+		optional("backendId", describe(nullable(str(1, 200)), "Backends are not available in this OCC: only null.")),
+		optional("plugins", describe(nullable(openObject("")), "Plugins are not available in this OCC: only {} or null.")),
+		optional("pluginApprovers", describe(nullable(arrayOf(openObject(""), 0, 64)),
+			"Plugin approvers are not available in this OCC: only [] or null.")),
+		optional("repositoryBindings", describe(nullable(arrayOf(openObject(""), 0, 16)),
+			"Repository bindings are not available in this OCC: only [] or null.")),
+		optional("repositoryAccess", describe(nullable(openObject("")), "Repository access is not available in this OCC: only {} or null.")),
+		optional("workspaceDefaultsId", describe(nullable(pattern(`^[a-f0-9]{64}$`, 64)),
+			"Workspace defaults are not available in this OCC: only null.")),
+	}
+	agentBodySchema = object(append([]schema.Property{
 		required("name", name()),
 		required("configurationId", idOf(platform.PrefixConfiguration)),
 		optional("executionMode", describe(executionModes, "embedded (OpenClaw, default) or dedicated (Codex); immutable.")),
 		optional("harnessAuth", harnessAuthSchema),
-		optional("backendId", nullOnly),
-	)
-	agentPatchSchema = object(
+	}, unavailableAgentMembers...)...)
+	agentPatchSchema = object(append([]schema.Property{
 		required("configurationId", idOf(platform.PrefixConfiguration)),
 		optional("name", name()),
 		optional("harnessAuth", harnessAuthSchema),
-		optional("backendId", nullOnly),
-	)
+		optional("executionMode", describe(executionModes, "Immutable: only the Agent's current mode is accepted.")),
+	}, unavailableAgentMembers...)...)
 	agentSchema = object(
 		required("id", idOf(platform.PrefixAgent)),
 		required("namespaceId", idOf(platform.PrefixNamespace)),
@@ -367,9 +379,10 @@ var resourceRoutes = []*Route{
 	},
 	{
 		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents", Action: ActionAgentsCreate, OperationID: "createAgent", Tag: "Agents",
-		Summary:     "Create an Agent (active, stopped, no revision) with its own ServicePrincipal.",
-		Description: "The Namespace may be provisioning or ready. Plugins, credential sources, repositories, workspace files and Backends are not accepted yet.",
-		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Summary: "Create an Agent (active, stopped, no revision) with its own ServicePrincipal.",
+		Description: "The Namespace may be provisioning or ready. Plugins, plugin approvers, repositories, workspace defaults and " +
+			"Backends are not available in this OCC: their empty forms ({}, [], null) are accepted, any other value is 400 FEATURE_NOT_AVAILABLE.",
+		Auth: auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindAgent),
 			referenced(iam.ActionRead, iam.KindConfiguration, "the Agent's Configuration"),
 			referenced(iam.ActionOperate, iam.KindSecret, "a Secret harnessAuth source"),
@@ -386,9 +399,10 @@ var resourceRoutes = []*Route{
 	},
 	{
 		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/agents/{agentId}", Action: ActionAgentsUpdate, OperationID: "updateAgent", Tag: "Agents",
-		Summary:     "Update the Agent's draft (configurationId required; omitted fields kept; harnessAuth null clears).",
-		Description: "A deleting Agent answers 409 AGENT_DELETING.",
-		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Summary: "Update the Agent's draft (configurationId required; omitted fields kept; harnessAuth null clears).",
+		Description: "A deleting Agent answers 409 AGENT_DELETING. executionMode other than the Agent's, and the members of features " +
+			"this OCC does not implement with other than their empty forms, are 400 FEATURE_NOT_AVAILABLE.",
+		Auth: auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: []Permission{exact(iam.ActionUpdate, iam.KindAgent),
 			referenced(iam.ActionRead, iam.KindConfiguration, "the Agent's Configuration"),
 			referenced(iam.ActionOperate, iam.KindSecret, "a Secret harnessAuth source"),
