@@ -24,6 +24,8 @@ const (
 	ActionServiceKeysCreate       = "openclaw.auth.service-keys.create"
 	ActionServiceKeysRevoke       = "openclaw.auth.service-keys.revoke"
 	ActionInstallationRead        = "openclaw.installation.read"
+	ActionObservabilityRead       = "openclaw.observability.read"
+	ActionDeploymentInventoryRead = "openclaw.installation.deployment_inventory.read"
 	ActionAuditEventsList         = "openclaw.audit_events.list"
 	ActionNamespacesList          = "openclaw.namespaces.list"
 	ActionNamespacesCreate        = "openclaw.namespaces.create"
@@ -87,6 +89,14 @@ var (
 		required("name", name()),
 		required("createdAt", timestamp()),
 		optional("capabilities", object(
+			optional("agentProvisioning", describe(object(
+				required("executionModes", arrayOf(enum(platform.ExecutionEmbedded, platform.ExecutionDedicated), 1, 2)),
+			), "The execution modes a new Agent can be deployed in (absent: none).")),
+			required("harnessAuth", describe(object(
+				required(platform.ExecutionEmbedded, listOf(enum(platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT, platform.HarnessAuthRuntime))),
+				required(platform.ExecutionDedicated, listOf(enum(platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT, platform.HarnessAuthRuntime))),
+			), "Per execution mode, the Harness authentication methods the Compute Driver admits at deploy (ours).")),
+			required("presets", describe(boolean(), "Presets are available (ours).")),
 			required("runtime", describe(object(
 				required("status", boolean()),
 				required("logs", boolean()),
@@ -94,6 +104,28 @@ var (
 				required("images", boolean()),
 			), "Which runtime views of deployed revisions the Compute Driver offers (ours).")),
 		)),
+	)
+	inventorySchema = object(
+		required("installationId", idOf(platform.PrefixInstallation)),
+		required("namespaces", listOf(object(
+			required("id", idOf(platform.PrefixNamespace)),
+			required("status", enum(platform.NamespaceProvisioning, platform.NamespaceReady, platform.NamespaceFailed, platform.NamespaceDeleting)),
+			required("agents", listOf(object(
+				required("id", idOf(platform.PrefixAgent)),
+				required("name", name()),
+				required("status", enum(platform.AgentActive, platform.AgentDeleting)),
+				required("desiredRuntimeState", enum(platform.RuntimeRunning, platform.RuntimeStopped)),
+				required("executionMode", enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)),
+				optional("activeRevisionId", idOf(platform.PrefixRevision)),
+				required("deploymentInProgress", boolean()),
+				optional("activeRevision", describe(object(
+					required("revision", integer(1, 9007199254740991)),
+					required("harness", object(required("id", str(1, 64)), required("version", str(1, 64)),
+						required("mode", enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)))),
+					required("compute", object(required("id", str(1, 128)), required("implementation", str(1, 64)))),
+				), "What the active revision pinned at admission (ours).")),
+			))),
+		))),
 	)
 	permissionSchema = object(
 		required("action", enum(iam.Actions()...)),
@@ -295,6 +327,24 @@ var routeTable = append(append([]*Route{
 		Summary: "The Installation.", Auth: auth.ModeAny, Scope: ScopeInstallation,
 		Permissions: []Permission{installationRead}, Tx: TxRead, Statuses: upstreamNotFound,
 		Success: http.StatusOK, Response: installationSchema, Handler: (*Server).getInstallation,
+	},
+	{
+		Method: http.MethodGet, Path: "/installation/deployment-inventory", Action: ActionDeploymentInventoryRead,
+		OperationID: "getInstallationDeploymentInventory", Tag: "Installation",
+		Summary: "Every Agent of the Installation by Namespace, with its active revision's Harness and Compute.",
+		Description: "Agents in creation order, grouped by Namespace; with limit, pages of limit Agents continued with cursor " +
+			"(a Namespace whose Agents span pages appears in each). deploymentInProgress: the newest revision is queued or running.",
+		Auth: auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
+		Query: pageParams, Tx: TxRead, Paged: true, Statuses: upstreamNotFound,
+		Success: http.StatusOK, Response: inventorySchema, Handler: (*Server).getDeploymentInventory,
+	},
+	{
+		Method: http.MethodGet, Path: "/observability", Action: ActionObservabilityRead, OperationID: "getObservability", Tag: "Installation",
+		Summary:     "The external observability console this Installation links to.",
+		Description: "The startup YAML's observability.url; null when unset.",
+		Auth:        auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
+		Tx: TxRead, Statuses: upstreamNotFound, Success: http.StatusOK,
+		Response: object(required("url", nullable(str(1, 2048)))), Handler: (*Server).getObservability,
 	},
 	{
 		Method: http.MethodGet, Path: "/audit-events", Action: ActionAuditEventsList, OperationID: "listAuditEvents", Tag: "Audit events",

@@ -112,6 +112,7 @@ func runAPI(ctx context.Context, env Env) error {
 		Secrets:                  secrets,
 		Version:                  env.Version,
 		SignIn:                   signInConfig(cfg),
+		ObservabilityURL:         startup.ObservabilityURL,
 	}
 	if cfg.Metrics.Enabled {
 		m, err := metrics.StartAPI(ctx, cfg.Metrics.ListenAddress(), log)
