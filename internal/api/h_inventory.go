@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/store"
@@ -33,11 +34,13 @@ type inventoryAgentView struct {
 	ActiveRevision       *inventoryRevisionView `json:"activeRevision,omitempty"`
 }
 
-// inventoryRevisionView is what the active revision pinned at admission (ours).
+// inventoryRevisionView is what the active revision pinned at admission and the images its
+// runtime runs (ours).
 type inventoryRevisionView struct {
-	Revision int64           `json:"revision"`
-	Harness  json.RawMessage `json:"harness"`
-	Compute  json.RawMessage `json:"compute"`
+	Revision int64             `json:"revision"`
+	Harness  json.RawMessage   `json:"harness"`
+	Compute  json.RawMessage   `json:"compute"`
+	Images   runtimeImagesView `json:"images"`
 }
 
 func (s *Server) getDeploymentInventory(ctx context.Context, c *call) error {
@@ -78,13 +81,29 @@ func (s *Server) getDeploymentInventory(ctx context.Context, c *call) error {
 		if a.ActiveRevisionID != "" {
 			id := a.ActiveRevisionID
 			v.ActiveRevisionID = &id
-			v.ActiveRevision = &inventoryRevisionView{Revision: a.ActiveRevisionNumber, Harness: a.Harness, Compute: a.Compute}
+			images, err := s.inventoryImages(ctx, c, a)
+			if err != nil {
+				return err
+			}
+			v.ActiveRevision = &inventoryRevisionView{Revision: a.ActiveRevisionNumber, Harness: a.Harness, Compute: a.Compute, Images: images}
 		}
 		view.Namespaces[i].Agents = append(view.Namespaces[i].Agents, v)
 	}
 	c.respond(0, view)
 	c.setNext(next)
 	return nil
+}
+
+// inventoryImages reads an Agent's observed images. An administrator's inventory is not held to
+// the runtime views' per-principal budget; a driver that cannot answer for one Agent leaves that
+// Agent's images unavailable rather than failing the whole inventory.
+func (s *Server) inventoryImages(ctx context.Context, c *call, a store.InventoryAgent) (runtimeImagesView, error) {
+	images, err := s.activeRevisionImages(ctx, c, a.NamespaceID, a.ID, a.ActiveRevisionID, nil)
+	var e *platform.Error
+	if errors.As(err, &e) && e.Code == platform.CodeDependencyUnavailable && ctx.Err() == nil {
+		return runtimeImagesView{Status: runtimeImagesUnavailable, Images: []runtimeImageView{}}, nil
+	}
+	return images, err
 }
 
 // deploymentsInProgress reports, per newest revision, whether its deployment is queued or running.

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/openclaw/occ/internal/api"
@@ -56,7 +57,7 @@ func TestObservability(t *testing.T) {
 }
 
 // TestDeploymentInventory: every Agent of every live Namespace, grouped by Namespace, with its
-// active revision's Harness and Compute; a deploy the worker has not run is in progress; pages
+// active revision's Harness, Compute and observed images; a deploy the worker has not run is in progress; pages
 // of limit Agents continue with the cursor and together list every Agent once.
 func TestDeploymentInventory(t *testing.T) {
 	t.Parallel()
@@ -102,6 +103,11 @@ func TestDeploymentInventory(t *testing.T) {
 	if active["revision"] != float64(1) || active["harness"].(map[string]any)["mode"] != "embedded" ||
 		active["compute"].(map[string]any)["id"] != "compute-simulated" {
 		t.Errorf("active revision %v", active)
+	}
+	images := active["images"].(map[string]any)
+	if list, _ := images["images"].([]any); images["status"] != "observed" || len(list) == 0 ||
+		!strings.HasPrefix(list[0].(map[string]any)["image"].(string), "occ.local/simulated/") {
+		t.Errorf("images %v", images)
 	}
 	for _, id := range []string{f.spareAgent, lone} {
 		a := agents[id]

@@ -123,7 +123,8 @@ var (
 					required("harness", object(required("id", str(1, 64)), required("version", str(1, 64)),
 						required("mode", enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)))),
 					required("compute", object(required("id", str(1, 128)), required("implementation", str(1, 64)))),
-				), "What the active revision pinned at admission (ours).")),
+					required("images", inventoryImagesSchema),
+				), "What the active revision pinned at admission, and the images its runtime runs (ours).")),
 			))),
 		))),
 	)
@@ -331,7 +332,7 @@ var routeTable = append(append([]*Route{
 	{
 		Method: http.MethodGet, Path: "/installation/deployment-inventory", Action: ActionDeploymentInventoryRead,
 		OperationID: "getInstallationDeploymentInventory", Tag: "Installation",
-		Summary: "Every Agent of the Installation by Namespace, with its active revision's Harness and Compute.",
+		Summary: "Every Agent of the Installation by Namespace, with its active revision's Harness, Compute and images.",
 		Description: "Agents in creation order, grouped by Namespace; with limit, pages of limit Agents continued with cursor " +
 			"(a Namespace whose Agents span pages appears in each). deploymentInProgress: the newest revision is queued or running.",
 		Auth: auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},

@@ -111,16 +111,21 @@ var (
 			required("checkedAt", nullable(timestamp())),
 		), 0, driver.MaxDiagnosticChecks)),
 	)
+	runtimeImageSchema = object(
+		required("workload", str(1, 253)),
+		required("container", str(1, 253)),
+		required("image", str(0, 512)),
+		required("imageId", nullable(str(0, 512))),
+		required("commit", nullable(str(0, 64))),
+		required("openclawCommit", nullable(str(0, 64))),
+	)
 	runtimeImagesSchema = object(
 		required("status", enum(runtimeImagesObserved, runtimeImagesUndeployed, runtimeImagesUnsupported)),
-		required("images", listOf(object(
-			required("workload", str(1, 253)),
-			required("container", str(1, 253)),
-			required("image", str(0, 512)),
-			required("imageId", nullable(str(0, 512))),
-			required("commit", nullable(str(0, 64))),
-			required("openclawCommit", nullable(str(0, 64))),
-		))),
+		required("images", listOf(runtimeImageSchema)),
+	)
+	inventoryImagesSchema = object(
+		required("status", enum(runtimeImagesObserved, runtimeImagesUnsupported, runtimeImagesUnavailable)),
+		required("images", listOf(runtimeImageSchema)),
 	)
 
 	runtimeLogsQuery = []QueryParam{
@@ -140,6 +145,8 @@ const (
 	runtimeImagesObserved    = "observed"
 	runtimeImagesUndeployed  = "undeployed"
 	runtimeImagesUnsupported = "unsupported"
+	// runtimeImagesUnavailable (the deployment inventory only): the driver did not answer.
+	runtimeImagesUnavailable = "unavailable"
 )
 
 // runtimeRead are the permissions of the runtime view and diagnostics: operate and read on the
