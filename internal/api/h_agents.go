@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -17,8 +18,9 @@ import (
 
 // Agents. An Agent is created stopped with its own
 // ServicePrincipal; deploy admits an immutable revision; stop and delete queue Agent work. Plugins,
-// credential sources, repositories, workspace files and Backends are not part of this release: the
-// closed request schemas refuse them (backendId only as null).
+// plugin approvers, repositories, workspace defaults and Backends are not part of this release:
+// their upstream members are accepted in their empty forms and refused otherwise
+// (FEATURE_NOT_AVAILABLE), so that upstream's clients, which send the empty forms, work here.
 
 type agentView struct {
 	ID                  string                `json:"id"`
@@ -72,7 +74,73 @@ type agentBody struct {
 	ConfigurationID string          `json:"configurationId"`
 	ExecutionMode   *string         `json:"executionMode"`
 	HarnessAuth     json.RawMessage `json:"harnessAuth"`
-	BackendID       json.RawMessage `json:"backendId"`
+
+	// Members of features this OCC does not implement (only their empty forms pass).
+	BackendID           json.RawMessage `json:"backendId"`
+	Plugins             json.RawMessage `json:"plugins"`
+	PluginApprovers     json.RawMessage `json:"pluginApprovers"`
+	RepositoryBindings  json.RawMessage `json:"repositoryBindings"`
+	RepositoryAccess    json.RawMessage `json:"repositoryAccess"`
+	WorkspaceDefaultsID json.RawMessage `json:"workspaceDefaultsId"`
+}
+
+// refuseUnavailableFeatures answers 400 FEATURE_NOT_AVAILABLE, with a detail at each member, when
+// a member of a feature this OCC does not implement carries more than its empty form.
+func (b agentBody) refuseUnavailableFeatures() error {
+	members := []struct {
+		path, feature string
+		raw           json.RawMessage
+	}{
+		{"/backendId", "Backends", b.BackendID},
+		{"/plugins", "plugins", b.Plugins},
+		{"/pluginApprovers", "plugin approvers", b.PluginApprovers},
+		{"/repositoryBindings", "repository bindings", b.RepositoryBindings},
+		{"/repositoryAccess", "repository access", b.RepositoryAccess},
+		{"/workspaceDefaultsId", "workspace defaults", b.WorkspaceDefaultsID},
+	}
+	var features []string
+	var details []problem.Detail
+	for _, m := range members {
+		if !emptyForm(m.raw) {
+			features = append(features, m.feature)
+			details = append(details, problem.Detail{Path: m.path, Code: problem.DetailInvalidValue})
+		}
+	}
+	if len(details) == 0 {
+		return nil
+	}
+	return platform.NewError(platform.CodeFeatureNotAvailable,
+		"Not available in this OCC: "+strings.Join(features, ", ")+".", details...)
+}
+
+// emptyForm reports whether a member is absent, null, {} or [].
+func emptyForm(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return true
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// refuseExecutionModeChange: an Agent's execution mode is fixed at creation; an update may repeat it.
+func refuseExecutionModeChange(a store.AgentRow, mode *string) error {
+	if mode == nil || *mode == a.ExecutionMode {
+		return nil
+	}
+	return platform.NewError(platform.CodeFeatureNotAvailable,
+		"Changing an Agent's execution mode is not available in this OCC.",
+		problem.Detail{Path: "/executionMode", Code: problem.DetailInvalidValue})
 }
 
 // harnessAuthInput validates a harnessAuth member: runtime takes no source; api_key a Secret;
@@ -195,6 +263,9 @@ func (s *Server) createAgent(ctx context.Context, c *call) error {
 	if err := c.decode(&b); err != nil {
 		return err
 	}
+	if err := b.refuseUnavailableFeatures(); err != nil {
+		return err
+	}
 	ha, err := s.harnessAuthInput(ctx, c, b.HarnessAuth)
 	if err != nil {
 		return err
@@ -275,6 +346,12 @@ func (s *Server) patchAgent(ctx context.Context, c *call) error {
 	}
 	a, err := s.pathAgent(ctx, c, iam.ActionUpdate, store.LockUpdate)
 	if err != nil {
+		return err
+	}
+	if err := b.refuseUnavailableFeatures(); err != nil {
+		return err
+	}
+	if err := refuseExecutionModeChange(a, b.ExecutionMode); err != nil {
 		return err
 	}
 	ha, err := s.harnessAuthInput(ctx, c, b.HarnessAuth)

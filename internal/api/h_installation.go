@@ -15,9 +15,52 @@ func (s *Server) getInstallation(_ context.Context, c *call) error {
 	i := s.installation
 	view := platform.Installation{ID: i.ID, Name: i.Name, CreatedAt: platform.FormatTime(i.CreatedAt)}
 	if s.cfg.Compute != nil {
-		caps := driver.RuntimeCapabilitiesOf(s.cfg.Compute)
-		view.Capabilities = &platform.InstallationCapabilities{Runtime: platform.RuntimeCapabilities{
-			Status: caps.Status, Logs: caps.Logs, Diagnostics: caps.Diagnostics, Images: caps.Images}}
+		view.Capabilities = installationCapabilities(s.cfg.Compute)
+	}
+	c.respond(0, view)
+	return nil
+}
+
+// installationCapabilities asks the Compute Driver what it supports: the Harness authentication
+// methods of each execution mode with a pinned Harness (a mode with none cannot be deployed) and
+// its runtime views. Presets need no Driver.
+func installationCapabilities(compute driver.Compute) *platform.InstallationCapabilities {
+	rc := driver.RuntimeCapabilitiesOf(compute)
+	caps := &platform.InstallationCapabilities{
+		HarnessAuth: map[string][]string{},
+		Runtime:     platform.RuntimeCapabilities{Status: rc.Status, Logs: rc.Logs, Diagnostics: rc.Diagnostics, Images: rc.Images},
+		Presets:     true,
+	}
+	var deployable []string
+	for _, mode := range []string{platform.ExecutionEmbedded, platform.ExecutionDedicated} {
+		if _, pinned := platform.PinnedHarnesses[mode]; !pinned {
+			continue
+		}
+		methods := []string{}
+		for _, method := range []string{platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT, platform.HarnessAuthRuntime} {
+			if driver.SupportsHarnessAuth(compute, method) {
+				methods = append(methods, method)
+			}
+		}
+		caps.HarnessAuth[mode] = methods
+		if len(methods) > 0 {
+			deployable = append(deployable, mode)
+		}
+	}
+	if len(deployable) > 0 {
+		caps.AgentProvisioning = &platform.AgentProvisioningCapabilities{ExecutionModes: deployable}
+	}
+	return caps
+}
+
+// getObservability answers the startup YAML's observability.url, null when unset (as upstream).
+func (s *Server) getObservability(_ context.Context, c *call) error {
+	view := struct {
+		URL *string `json:"url"`
+	}{}
+	if s.cfg.ObservabilityURL != "" {
+		url := s.cfg.ObservabilityURL
+		view.URL = &url
 	}
 	c.respond(0, view)
 	return nil

@@ -601,28 +601,44 @@ func (s *Server) getRuntimeImages(ctx context.Context, c *call) error {
 		c.respond(0, out)
 		return nil
 	}
-	rev, err := store.GetRevision(ctx, c.tx, store.GetRevisionParams{NamespaceID: a.NamespaceID, AgentID: a.ID, ID: *a.ActiveRevisionID})
+	out, err = s.activeRevisionImages(ctx, c, a.NamespaceID, a.ID, *a.ActiveRevisionID, func() (func(), error) {
+		return s.runtimeGate.enter(c.identity.ID, a.ID, s.now())
+	})
 	if err != nil {
-		return platform.Unavailable(err)
+		return err
+	}
+	c.respond(0, out)
+	return nil
+}
+
+// activeRevisionImages asks the revision's Compute Driver which images its runtime runs: status
+// unsupported when the driver cannot tell. enter, when set, is called just before the driver is
+// asked and returns what releases it (the runtime views' budgets).
+func (s *Server) activeRevisionImages(ctx context.Context, c *call, namespaceID, agentID, revisionID string,
+	enter func() (func(), error)) (runtimeImagesView, error) {
+	out := runtimeImagesView{Status: runtimeImagesUnsupported, Images: []runtimeImageView{}}
+	rev, err := store.GetRevision(ctx, c.tx, store.GetRevisionParams{NamespaceID: namespaceID, AgentID: agentID, ID: revisionID})
+	if err != nil {
+		return out, platform.Unavailable(err)
 	}
 	dr, compute, err := s.revisionCompute(rev)
 	if err != nil {
-		return err
+		return out, err
 	}
 	reader, ok := compute.(driver.RuntimeImageReader)
 	if !ok {
-		out.Status = runtimeImagesUnsupported
-		c.respond(0, out)
-		return nil
+		return out, nil
 	}
-	release, err := s.runtimeGate.enter(c.identity.ID, a.ID, s.now())
-	if err != nil {
-		return err
+	if enter != nil {
+		release, err := enter()
+		if err != nil {
+			return out, err
+		}
+		defer release()
 	}
-	defer release()
 	images, err := readRuntime(ctx, func(ctx context.Context) ([]driver.RuntimeImage, error) { return reader.RuntimeImages(ctx, dr) })
 	if err != nil {
-		return platform.NewError(platform.CodeDependencyUnavailable, "Runtime image metadata is unavailable.")
+		return out, platform.NewError(platform.CodeDependencyUnavailable, "Runtime image metadata is unavailable.")
 	}
 	out.Status = runtimeImagesObserved
 	for _, im := range head(images, driver.MaxRuntimePods*driver.MaxRuntimeContainers) {
@@ -630,6 +646,5 @@ func (s *Server) getRuntimeImages(ctx context.Context, c *call) error {
 			Image: plain(im.Image, 512), ImageID: optionalPlain(im.ImageID, 512), Commit: optionalPlain(im.Commit, 64),
 			OpenClawCommit: optionalPlain(im.OpenClawCommit, 64)})
 	}
-	c.respond(0, out)
-	return nil
+	return out, nil
 }

@@ -78,6 +78,12 @@ func (f fixtures) cases(e *env) map[string]func() matrixCase {
 		"GET /installation": func() matrixCase {
 			return matrixCase{method: "GET", path: "/installation", need: []grantSpec{installationGrant(ins, iam.ActionRead)}, success: 200}
 		},
+		"GET /installation/deployment-inventory": func() matrixCase {
+			return matrixCase{method: "GET", path: "/installation/deployment-inventory", need: []grantSpec{admin}, success: 200}
+		},
+		"GET /observability": func() matrixCase {
+			return matrixCase{method: "GET", path: "/observability", need: []grantSpec{admin}, success: 200}
+		},
 		"GET /audit-events": func() matrixCase {
 			return matrixCase{method: "GET", path: "/audit-events", need: []grantSpec{admin}, success: 200}
 		},

@@ -52,20 +52,14 @@ func OpenAPIDocument() map[string]any {
 				"{error:{code, message, details?}, meta:{requestId}}. Request objects are closed: unknown members " +
 				"are 400 UNKNOWN_FIELD. Every response carries X-Request-Id.",
 		},
-		"tags": []any{
-			map[string]any{"name": "health"}, map[string]any{"name": "meta"},
-			map[string]any{"name": "authentication"}, map[string]any{"name": "installation"},
-			map[string]any{"name": "namespaces"}, map[string]any{"name": "iam"},
-			map[string]any{"name": "configurations"}, map[string]any{"name": "presets"}, map[string]any{"name": "secrets"},
-			map[string]any{"name": "service-accounts"}, map[string]any{"name": "agents"},
-		},
+		"tags":  documentTags(),
 		"paths": paths,
 		"components": map[string]any{
 			"schemas": map[string]any{
 				"ErrorEnvelope": errorEnvelopeSchema(),
 			},
 			"securitySchemes": map[string]any{
-				"serviceKey": map[string]any{"type": "apiKey", "in": "header", "name": auth.APIKeyHeader,
+				"serviceApiKey": map[string]any{"type": "apiKey", "in": "header", "name": auth.APIKeyHeader,
 					"description": "A service key (occ_sk_…). It is checked first and never falls back to the cookie."},
 				"sessionCookie": map[string]any{"type": "apiKey", "in": "cookie", "name": auth.CookieName,
 					"description": "The browser session cookie (" + auth.SecureCookieName + " on HTTPS). Unsafe " +
@@ -73,6 +67,19 @@ func OpenAPIDocument() map[string]any {
 			},
 		},
 	}
+}
+
+// documentTags lists the routes' tags once each, in table order (upstream's tag names).
+func documentTags() []any {
+	var tags []any
+	seen := map[string]bool{}
+	for _, r := range routeTable {
+		if !seen[r.Tag] {
+			seen[r.Tag] = true
+			tags = append(tags, map[string]any{"name": r.Tag})
+		}
+	}
+	return tags
 }
 
 func lowerMethod(m string) string {
@@ -117,7 +124,7 @@ func operation(r *Route) map[string]any {
 	}
 	switch r.Auth {
 	case auth.ModeAny:
-		op["security"] = []any{map[string]any{"serviceKey": []any{}}, map[string]any{"sessionCookie": []any{}}}
+		op["security"] = []any{map[string]any{"serviceApiKey": []any{}}, map[string]any{"sessionCookie": []any{}}}
 	case auth.ModeSession:
 		op["security"] = []any{map[string]any{"sessionCookie": []any{}}}
 	case auth.ModeSessionOptional:

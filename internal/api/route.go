@@ -108,8 +108,8 @@ const (
 type Route struct {
 	Method string
 	Path   string // template, e.g. /namespaces/{namespaceId}
-	Action string // audit action and OpenAPI operationId
-	// OperationID, when set, is the OpenAPI operationId instead of Action (upstream's name).
+	Action string // audit action and log vocabulary
+	// OperationID is the OpenAPI operationId: upstream's on shared routes, camelCase in its style on ours.
 	OperationID string
 	Summary     string
 	Description string
@@ -142,7 +142,7 @@ type Route struct {
 	Paged    bool           // meta.nextCursor
 	Conflict bool           // documents 409
 	Limited  bool           // documents 429
-	// Statuses documents further error statuses (501, 504 of the runtime views).
+	// Statuses documents further error statuses (501, 504 of the runtime views; those upstream declares).
 	Statuses []int
 
 	Tx      TxMode

@@ -73,6 +73,8 @@ type Config struct {
 	Configurations driver.Configuration
 	// Secrets stores Secret values; nil answers Secret writes with 503.
 	Secrets driver.Secret
+	// ObservabilityURL is the startup YAML's observability.url (GET /observability); empty: unset.
+	ObservabilityURL string
 	// Console serves the web console on "/", "/console" and "/console/…"; nil serves none.
 	Console http.Handler
 	// Version is the build version GET /healthz reports (occ version prints it).

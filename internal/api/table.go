@@ -24,6 +24,8 @@ const (
 	ActionServiceKeysCreate       = "openclaw.auth.service-keys.create"
 	ActionServiceKeysRevoke       = "openclaw.auth.service-keys.revoke"
 	ActionInstallationRead        = "openclaw.installation.read"
+	ActionObservabilityRead       = "openclaw.observability.read"
+	ActionDeploymentInventoryRead = "openclaw.installation.deployment_inventory.read"
 	ActionAuditEventsList         = "openclaw.audit_events.list"
 	ActionNamespacesList          = "openclaw.namespaces.list"
 	ActionNamespacesCreate        = "openclaw.namespaces.create"
@@ -56,6 +58,10 @@ var (
 	policyAPI = []Permission{installationAdminister, pathNamespaceRead}
 )
 
+// upstreamNotFound documents the 404 upstream's contract declares on routes that name no resource
+// in their path (clients generated from it expect the response).
+var upstreamNotFound = []int{http.StatusNotFound}
+
 // Path parameter schemas.
 var (
 	namespaceIDParam = idOf(platform.PrefixNamespace)
@@ -83,6 +89,14 @@ var (
 		required("name", name()),
 		required("createdAt", timestamp()),
 		optional("capabilities", object(
+			optional("agentProvisioning", describe(object(
+				required("executionModes", arrayOf(enum(platform.ExecutionEmbedded, platform.ExecutionDedicated), 1, 2)),
+			), "The execution modes a new Agent can be deployed in (absent: none).")),
+			required("harnessAuth", describe(object(
+				required(platform.ExecutionEmbedded, listOf(enum(platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT, platform.HarnessAuthRuntime))),
+				required(platform.ExecutionDedicated, listOf(enum(platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT, platform.HarnessAuthRuntime))),
+			), "Per execution mode, the Harness authentication methods the Compute Driver admits at deploy (ours).")),
+			required("presets", describe(boolean(), "Presets are available (ours).")),
 			required("runtime", describe(object(
 				required("status", boolean()),
 				required("logs", boolean()),
@@ -90,6 +104,29 @@ var (
 				required("images", boolean()),
 			), "Which runtime views of deployed revisions the Compute Driver offers (ours).")),
 		)),
+	)
+	inventorySchema = object(
+		required("installationId", idOf(platform.PrefixInstallation)),
+		required("namespaces", listOf(object(
+			required("id", idOf(platform.PrefixNamespace)),
+			required("status", enum(platform.NamespaceProvisioning, platform.NamespaceReady, platform.NamespaceFailed, platform.NamespaceDeleting)),
+			required("agents", listOf(object(
+				required("id", idOf(platform.PrefixAgent)),
+				required("name", name()),
+				required("status", enum(platform.AgentActive, platform.AgentDeleting)),
+				required("desiredRuntimeState", enum(platform.RuntimeRunning, platform.RuntimeStopped)),
+				required("executionMode", enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)),
+				optional("activeRevisionId", idOf(platform.PrefixRevision)),
+				required("deploymentInProgress", boolean()),
+				optional("activeRevision", describe(object(
+					required("revision", integer(1, 9007199254740991)),
+					required("harness", object(required("id", str(1, 64)), required("version", str(1, 64)),
+						required("mode", enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)))),
+					required("compute", object(required("id", str(1, 128)), required("implementation", str(1, 64)))),
+					required("images", inventoryImagesSchema),
+				), "What the active revision pinned at admission, and the images its runtime runs (ours).")),
+			))),
+		))),
 	)
 	permissionSchema = object(
 		required("action", enum(iam.Actions()...)),
@@ -220,24 +257,24 @@ func listOf(s *schema.Schema) *schema.Schema { return arrayOf(s, 0, 0) }
 
 var routeTable = append(append([]*Route{
 	{
-		Method: http.MethodGet, Path: "/healthz", Action: ActionHealthLive, Tag: "health",
+		Method: http.MethodGet, Path: "/healthz", Action: ActionHealthLive, OperationID: "getLiveness", Tag: "Health",
 		Summary: "Liveness: the process is up, and its build version.", Auth: auth.ModePublic,
 		Success: http.StatusOK, Response: livenessSchema, Handler: (*Server).healthz, Unmetered: true,
 	},
 	{
-		Method: http.MethodGet, Path: "/readyz", Action: ActionHealthReady, Tag: "health",
+		Method: http.MethodGet, Path: "/readyz", Action: ActionHealthReady, OperationID: "getReadiness", Tag: "Health",
 		Summary: "Readiness: PostgreSQL answers.", Auth: auth.ModePublic,
 		Success: http.StatusOK, Response: healthSchema, Handler: (*Server).readyz, Unmetered: true,
 	},
 	{
-		Method: http.MethodGet, Path: "/openapi.json", Action: ActionOpenAPI, Tag: "meta",
+		Method: http.MethodGet, Path: "/openapi.json", Action: ActionOpenAPI, OperationID: "getOpenAPIDocument", Tag: "Meta",
 		Summary: "This OpenAPI 3.1 document (served bare, without the envelope).", Auth: auth.ModePublic,
 		Success: http.StatusOK, Response: openObject("An OpenAPI 3.1 document."), Handler: (*Server).openAPI,
 	},
 
 	// Authentication.
 	{
-		Method: http.MethodPost, Path: "/api/auth/sign-in/email", Action: ActionSignIn, Tag: "authentication",
+		Method: http.MethodPost, Path: "/api/auth/sign-in/email", Action: ActionSignIn, OperationID: "signInEmail", Tag: "Authentication",
 		Summary:     "Sign in with email and password.",
 		Description: "Sets the session cookie. Wrong password and unknown email answer alike (401). 10 failures a minute per email, then 429 with Retry-After.",
 		Auth:        auth.ModeAnonymous, SignInOrigin: true, Body: signInSchema, Limited: true,
@@ -245,18 +282,18 @@ var routeTable = append(append([]*Route{
 		Handler: (*Server).signIn,
 	},
 	{
-		Method: http.MethodPost, Path: "/api/auth/sign-out", Action: ActionSignOut, Tag: "authentication",
+		Method: http.MethodPost, Path: "/api/auth/sign-out", Action: ActionSignOut, OperationID: "signOut", Tag: "Authentication",
 		Summary: "End the current browser session and clear its cookie.",
 		Auth:    auth.ModeSession, SignInOrigin: true, Tx: TxWrite,
 		Success: http.StatusOK, Response: object(), Handler: (*Server).signOut,
 	},
 	{
-		Method: http.MethodGet, Path: "/api/auth/session", Action: ActionSessionRead, Tag: "authentication",
+		Method: http.MethodGet, Path: "/api/auth/session", Action: ActionSessionRead, OperationID: "getAuthSession", Tag: "Authentication",
 		Summary: "The current browser session, or null.", Description: "Cookie only: service keys never produce a session.",
 		Auth: auth.ModeSessionOptional, Success: http.StatusOK, Response: nullable(sessionSchema), Handler: (*Server).session,
 	},
 	{
-		Method: http.MethodPost, Path: "/api/auth/accounts", Action: ActionAccountsCreate, Tag: "authentication",
+		Method: http.MethodPost, Path: "/api/auth/accounts", Action: ActionAccountsCreate, OperationID: "createAuthAccount", Tag: "Authentication",
 		Summary:     "Create a password account and its Principal.",
 		Description: "Browser session only. With roleId, the Role (Installation-scoped) is bound to the new Principal on the Installation itself.",
 		Auth:        auth.ModeSession, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
@@ -267,33 +304,51 @@ var routeTable = append(append([]*Route{
 		Handler: (*Server).createAccount,
 	},
 	{
-		Method: http.MethodPost, Path: "/api/auth/service-keys", Action: ActionServiceKeysCreate, Tag: "authentication",
+		Method: http.MethodPost, Path: "/api/auth/service-keys", Action: ActionServiceKeysCreate, OperationID: "createServiceKey", Tag: "Authentication",
 		Summary:     "Issue a service key for a ServicePrincipal.",
 		Description: "The key is in the response only. Caller: a browser session or an Installation-scoped key.",
 		Auth:        auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
 		Coverage: "The caller must hold every grant of the target ServicePrincipal (identity coverage).",
-		Body:     serviceKeyBody, Conflict: true, Tx: TxWrite, RefusesCLISession: true,
+		Body:     serviceKeyBody, Conflict: true, Tx: TxWrite, RefusesCLISession: true, Statuses: upstreamNotFound,
 		Success: http.StatusCreated, Response: serviceKeySchema, Handler: (*Server).issueServiceKey,
 	},
 	{
-		Method: http.MethodDelete, Path: "/api/auth/service-keys/{keyId}", Action: ActionServiceKeysRevoke, Tag: "authentication",
+		Method: http.MethodDelete, Path: "/api/auth/service-keys/{keyId}", Action: ActionServiceKeysRevoke, OperationID: "revokeServiceKey", Tag: "Authentication",
 		Summary: "Revoke a service key at once.",
 		Auth:    auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
 		Coverage:   "The caller must hold every grant of the key's ServicePrincipal (identity coverage).",
-		PathParams: map[string]*schema.Schema{"keyId": opaqueParam}, Tx: TxWrite, RefusesCLISession: true,
+		PathParams: map[string]*schema.Schema{"keyId": opaqueParam}, Tx: TxWrite, RefusesCLISession: true, Conflict: true,
 		Success: http.StatusOK, Response: object(required("id", opaqueID()), required("revoked", boolean())),
 		Handler: (*Server).revokeServiceKey,
 	},
 
 	// Installation.
 	{
-		Method: http.MethodGet, Path: "/installation", Action: ActionInstallationRead, Tag: "installation",
+		Method: http.MethodGet, Path: "/installation", Action: ActionInstallationRead, OperationID: "getInstallation", Tag: "Installation",
 		Summary: "The Installation.", Auth: auth.ModeAny, Scope: ScopeInstallation,
-		Permissions: []Permission{installationRead}, Tx: TxRead,
+		Permissions: []Permission{installationRead}, Tx: TxRead, Statuses: upstreamNotFound,
 		Success: http.StatusOK, Response: installationSchema, Handler: (*Server).getInstallation,
 	},
 	{
-		Method: http.MethodGet, Path: "/audit-events", Action: ActionAuditEventsList, Tag: "installation",
+		Method: http.MethodGet, Path: "/installation/deployment-inventory", Action: ActionDeploymentInventoryRead,
+		OperationID: "getInstallationDeploymentInventory", Tag: "Installation",
+		Summary: "Every Agent of the Installation by Namespace, with its active revision's Harness, Compute and images.",
+		Description: "Agents in creation order, grouped by Namespace; with limit, pages of limit Agents continued with cursor " +
+			"(a Namespace whose Agents span pages appears in each). deploymentInProgress: the newest revision is queued or running.",
+		Auth: auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
+		Query: pageParams, Tx: TxRead, Paged: true, Statuses: upstreamNotFound,
+		Success: http.StatusOK, Response: inventorySchema, Handler: (*Server).getDeploymentInventory,
+	},
+	{
+		Method: http.MethodGet, Path: "/observability", Action: ActionObservabilityRead, OperationID: "getObservability", Tag: "Installation",
+		Summary:     "The external observability console this Installation links to.",
+		Description: "The startup YAML's observability.url; null when unset.",
+		Auth:        auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
+		Tx: TxRead, Statuses: upstreamNotFound, Success: http.StatusOK,
+		Response: object(required("url", nullable(str(1, 2048)))), Handler: (*Server).getObservability,
+	},
+	{
+		Method: http.MethodGet, Path: "/audit-events", Action: ActionAuditEventsList, OperationID: "listAuditEvents", Tag: "Audit events",
 		Summary:     "Audit events, newest first.",
 		Description: "Filtered by Namespace, resource, actor and time; pages of limit events (default 100) continued with cursor.",
 		Auth:        auth.ModeAny, Scope: ScopeInstallation, Permissions: []Permission{installationAdminister},
@@ -303,14 +358,14 @@ var routeTable = append(append([]*Route{
 
 	// Namespaces.
 	{
-		Method: http.MethodGet, Path: "/namespaces", Action: ActionNamespacesList, Tag: "namespaces",
+		Method: http.MethodGet, Path: "/namespaces", Action: ActionNamespacesList, OperationID: "listNamespaces", Tag: "Namespaces",
 		Summary: "Namespaces the caller may read.", Auth: auth.ModeAny, Scope: ScopeCollection,
 		Permissions: []Permission{{Action: iam.ActionRead, Kind: iam.KindNamespace, Target: TargetEachItem}},
-		Query:       pageParams, Tx: TxRead, Paged: true,
+		Query:       pageParams, Tx: TxRead, Paged: true, Statuses: upstreamNotFound,
 		Success: http.StatusOK, Response: listOf(namespaceSchema), Handler: (*Server).listNamespaces,
 	},
 	{
-		Method: http.MethodPost, Path: "/namespaces", Action: ActionNamespacesCreate, Tag: "namespaces",
+		Method: http.MethodPost, Path: "/namespaces", Action: ActionNamespacesCreate, OperationID: "createNamespace", Tag: "Namespaces",
 		Summary:     "Create a Namespace (status provisioning); the worker makes it ready.",
 		Description: "Names stay reserved forever, also after deletion (409).",
 		Auth:        auth.ModeAny, Scope: ScopeInstallation,
@@ -320,17 +375,17 @@ var routeTable = append(append([]*Route{
 				When: "existingNamespace is set", Cond: func(c *call) bool { return c.bodyHas("existingNamespace") }},
 			referenced(iam.ActionCreate, iam.KindPreset, "the new Namespace's Presets, when the Installation has default Presets"),
 		},
-		Body: namespaceBody, Conflict: true, Tx: TxWrite,
+		Body: namespaceBody, Conflict: true, Tx: TxWrite, Statuses: upstreamNotFound,
 		Success: http.StatusCreated, Response: namespaceSchema, Handler: (*Server).createNamespace,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}", Action: ActionNamespacesRead, Tag: "namespaces",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}", Action: ActionNamespacesRead, OperationID: "getNamespace", Tag: "Namespaces",
 		Summary: "One Namespace.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{pathNamespaceRead}, PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam},
 		Tx: TxRead, Success: http.StatusOK, Response: namespaceSchema, Handler: (*Server).getNamespace,
 	},
 	{
-		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}", Action: ActionNamespacesDelete, Tag: "namespaces",
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}", Action: ActionNamespacesDelete, OperationID: "deleteNamespace", Tag: "Namespaces",
 		Summary: "Delete an empty Namespace (202 deleting; the worker tears it down).",
 		Description: "Repeat-safe: while deleting, 202 without new work. After a failed teardown the initiator's repeat " +
 			"requeues it; another caller may take it over only once the initiator lost namespace:delete.",
@@ -342,14 +397,14 @@ var routeTable = append(append([]*Route{
 
 	// Namespace IAM policy.
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/roles", Action: ActionRolesList, Tag: "iam",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/roles", Action: ActionRolesList, OperationID: "listIAMRoles", Tag: "IAM",
 		Summary: "Roles of the Namespace (Installation Roles are not listed).",
 		Auth:    auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
 		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam}, Query: pageParams, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(roleSchema), Handler: (*Server).listRoles,
 	},
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/iam/roles", Action: ActionRolesCreate, Tag: "iam",
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/iam/roles", Action: ActionRolesCreate, OperationID: "createIAMRole", Tag: "IAM",
 		Summary:     "Create an immutable Role.",
 		Description: "Permissions from the supported matrix, Namespace kinds only, namespace only with read, no duplicates.",
 		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare, Permissions: policyAPI,
@@ -357,27 +412,27 @@ var routeTable = append(append([]*Route{
 		Success: http.StatusCreated, Response: roleSchema, Handler: (*Server).createRole,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/roles/{roleId}", Action: ActionRolesRead, Tag: "iam",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/roles/{roleId}", Action: ActionRolesRead, OperationID: "getIAMRole", Tag: "IAM",
 		Summary: "One Role.", Auth: auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
 		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "roleId": opaqueParam}, Tx: TxRead,
 		Success: http.StatusOK, Response: roleSchema, Handler: (*Server).getRole,
 	},
 	{
-		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/iam/roles/{roleId}", Action: ActionRolesDelete, Tag: "iam",
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/iam/roles/{roleId}", Action: ActionRolesDelete, OperationID: "deleteIAMRole", Tag: "IAM",
 		Summary: "Delete a Role no binding references.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: policyAPI,
 		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "roleId": opaqueParam}, Conflict: true, Tx: TxWrite,
 		Success: http.StatusNoContent, Handler: (*Server).deleteRole,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/access-bindings", Action: ActionBindingsList, Tag: "iam",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/access-bindings", Action: ActionBindingsList, OperationID: "listIAMAccessBindings", Tag: "IAM",
 		Summary: "AccessBindings of the Namespace, including broad and Group bindings.",
 		Auth:    auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
 		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam}, Query: pageParams, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(bindingSchema), Handler: (*Server).listBindings,
 	},
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/iam/access-bindings", Action: ActionBindingsCreate, Tag: "iam",
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/iam/access-bindings", Action: ActionBindingsCreate, OperationID: "createIAMAccessBinding", Tag: "IAM",
 		Summary: "Bind a Role to an identity on one exact resource of the Namespace.",
 		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: append(append([]Permission(nil), policyAPI...),
@@ -386,33 +441,33 @@ var routeTable = append(append([]*Route{
 		Success: http.StatusCreated, Response: bindingSchema, Handler: (*Server).createBinding,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/access-bindings/{bindingId}", Action: ActionBindingsRead, Tag: "iam",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/access-bindings/{bindingId}", Action: ActionBindingsRead, OperationID: "getIAMAccessBinding", Tag: "IAM",
 		Summary: "One AccessBinding.", Auth: auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
 		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "bindingId": opaqueParam}, Tx: TxRead,
 		Success: http.StatusOK, Response: bindingSchema, Handler: (*Server).getBinding,
 	},
 	{
-		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/iam/access-bindings/{bindingId}", Action: ActionBindingsDelete, Tag: "iam",
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/iam/access-bindings/{bindingId}", Action: ActionBindingsDelete, OperationID: "deleteIAMAccessBinding", Tag: "IAM",
 		Summary: "Delete an AccessBinding (broad and Group bindings too).", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: policyAPI,
-		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "bindingId": opaqueParam}, Tx: TxWrite,
+		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "bindingId": opaqueParam}, Tx: TxWrite, Conflict: true,
 		Success: http.StatusNoContent, Handler: (*Server).deleteBinding,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/service-principals", Action: ActionServicePrincipalsList, Tag: "iam",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/service-principals", Action: ActionServicePrincipalsList, OperationID: "listIAMServicePrincipals", Tag: "IAM",
 		Summary: "Non-Agent ServicePrincipals of the Namespace.", Auth: auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
 		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam}, Query: pageParams, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(servicePrincipalSchema), Handler: (*Server).listServicePrincipals,
 	},
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/iam/service-principals", Action: ActionServicePrincipalsCreate, Tag: "iam",
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/iam/service-principals", Action: ActionServicePrincipalsCreate, OperationID: "createIAMServicePrincipal", Tag: "IAM",
 		Summary: "Create a ServicePrincipal of the Namespace, without grants.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: policyAPI,
 		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam}, Conflict: true, Tx: TxWrite,
 		Success: http.StatusCreated, Response: servicePrincipalSchema, Handler: (*Server).createServicePrincipal,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/service-principals/{servicePrincipalId}", Action: ActionServicePrincipalsRead, Tag: "iam",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/iam/service-principals/{servicePrincipalId}", Action: ActionServicePrincipalsRead, OperationID: "getIAMServicePrincipal", Tag: "IAM",
 		Summary: "One ServicePrincipal of the Namespace.", Auth: auth.ModeAny, Scope: ScopeNamespace, Permissions: policyAPI,
 		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "servicePrincipalId": opaqueParam}, Tx: TxRead,
 		Success: http.StatusOK, Response: servicePrincipalSchema, Handler: (*Server).getServicePrincipal,

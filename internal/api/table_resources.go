@@ -177,21 +177,33 @@ var (
 		required("method", enum(platform.HarnessAuthRuntime, platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT)),
 		optional("source", typedRefSchema),
 	)), "runtime (no source), api_key (a Secret) or codex_pat (a Secret or a ServiceAccount); null clears it.")
-	nullOnly        = describe(&schema.Schema{Type: schema.TypeString, Nullable: true, Enum: []string{}}, "Backends are not available yet: only null.")
-	executionModes  = enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)
-	agentBodySchema = object(
+	nullOnly       = describe(&schema.Schema{Type: schema.TypeString, Nullable: true, Enum: []string{}}, "Backends are not available yet: only null.")
+	executionModes = enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)
+	// Upstream's Agent members of features this OCC does not implement take upstream's shapes, so
+	// that the handler accepts their empty forms and refuses the rest with FEATURE_NOT_AVAILABLE.
+	unavailableAgentMembers = []schema.Property{
+		optional("backendId", describe(nullable(str(1, 200)), "Backends are not available in this OCC: only null.")),
+		optional("plugins", describe(nullable(openObject("")), "Plugins are not available in this OCC: only {} or null.")),
+		optional("pluginApprovers", describe(nullable(arrayOf(openObject(""), 0, 64)),
+			"Plugin approvers are not available in this OCC: only [] or null.")),
+		optional("repositoryBindings", describe(nullable(arrayOf(openObject(""), 0, 16)),
+			"Repository bindings are not available in this OCC: only [] or null.")),
+		optional("repositoryAccess", describe(nullable(openObject("")), "Repository access is not available in this OCC: only {} or null.")),
+		optional("workspaceDefaultsId", describe(nullable(pattern(`^[a-f0-9]{64}$`, 64)),
+			"Workspace defaults are not available in this OCC: only null.")),
+	}
+	agentBodySchema = object(append([]schema.Property{
 		required("name", name()),
 		required("configurationId", idOf(platform.PrefixConfiguration)),
 		optional("executionMode", describe(executionModes, "embedded (OpenClaw, default) or dedicated (Codex); immutable.")),
 		optional("harnessAuth", harnessAuthSchema),
-		optional("backendId", nullOnly),
-	)
-	agentPatchSchema = object(
+	}, unavailableAgentMembers...)...)
+	agentPatchSchema = object(append([]schema.Property{
 		required("configurationId", idOf(platform.PrefixConfiguration)),
 		optional("name", name()),
 		optional("harnessAuth", harnessAuthSchema),
-		optional("backendId", nullOnly),
-	)
+		optional("executionMode", describe(executionModes, "Immutable: only the Agent's current mode is accepted.")),
+	}, unavailableAgentMembers...)...)
 	agentSchema = object(
 		required("id", idOf(platform.PrefixAgent)),
 		required("namespaceId", idOf(platform.PrefixNamespace)),
@@ -271,7 +283,7 @@ var (
 var resourceRoutes = []*Route{
 	// Configurations.
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/configurations", Action: ActionConfigurationsCreate, Tag: "configurations",
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/configurations", Action: ActionConfigurationsCreate, OperationID: "createConfiguration", Tag: "Configurations",
 		Summary: "Create a Configuration (generation 1); values go to the Configuration Driver.",
 		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindConfiguration), secretOperateBound},
@@ -279,14 +291,14 @@ var resourceRoutes = []*Route{
 		Success: http.StatusCreated, Response: configurationSchema, Handler: (*Server).createConfiguration,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/configurations/{configurationId}", Action: ActionConfigurationsRead, Tag: "configurations",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/configurations/{configurationId}", Action: ActionConfigurationsRead, OperationID: "getConfiguration", Tag: "Configurations",
 		Summary: "One Configuration with its values.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{exact(iam.ActionRead, iam.KindConfiguration)},
 		PathParams:  nsParams("configurationId"), Tx: TxRead,
 		Success: http.StatusOK, Response: configurationSchema, Handler: (*Server).getConfiguration,
 	},
 	{
-		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/configurations/{configurationId}", Action: ActionConfigurationsUpdate, Tag: "configurations",
+		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/configurations/{configurationId}", Action: ActionConfigurationsUpdate, OperationID: "updateConfiguration", Tag: "Configurations",
 		Summary:     "Replace a Configuration's values (generation + 1).",
 		Description: "Existing revisions keep their snapshot; redeploy to use the new values.",
 		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
@@ -296,7 +308,7 @@ var resourceRoutes = []*Route{
 		Success: http.StatusOK, Response: configurationSchema, Handler: (*Server).patchConfiguration,
 	},
 	{
-		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/configurations/{configurationId}", Action: ActionConfigurationsDelete, Tag: "configurations",
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/configurations/{configurationId}", Action: ActionConfigurationsDelete, OperationID: "deleteConfiguration", Tag: "Configurations",
 		Summary: "Delete a Configuration no Agent or live revision references (409 otherwise).",
 		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: []Permission{exact(iam.ActionDelete, iam.KindConfiguration)},
@@ -306,14 +318,14 @@ var resourceRoutes = []*Route{
 
 	// Presets (upstream's operationIds).
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/presets", Action: ActionPresetsList, OperationID: "listPresets", Tag: "presets",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/presets", Action: ActionPresetsList, OperationID: "listPresets", Tag: "Presets",
 		Summary: "Presets the caller may read.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{pathNamespaceRead, eachItem(iam.KindPreset)},
 		PathParams:  nsParams(), Query: pageParams, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(presetSchema), Handler: (*Server).listPresets,
 	},
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/presets", Action: ActionPresetsCreate, OperationID: "createPreset", Tag: "presets",
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/presets", Action: ActionPresetsCreate, OperationID: "createPreset", Tag: "Presets",
 		Summary:     "Create a Preset: a Namespace-unique name and a checked template.",
 		Description: "Creates nothing else: clients render the template and use the ordinary Configuration and Agent routes.",
 		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
@@ -322,21 +334,21 @@ var resourceRoutes = []*Route{
 		Success: http.StatusCreated, Response: presetSchema, Handler: (*Server).createPreset,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/presets/{presetId}", Action: ActionPresetsRead, OperationID: "getPreset", Tag: "presets",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/presets/{presetId}", Action: ActionPresetsRead, OperationID: "getPreset", Tag: "Presets",
 		Summary: "One Preset with its template.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{exact(iam.ActionRead, iam.KindPreset)},
 		PathParams:  nsParams("presetId"), Tx: TxRead,
 		Success: http.StatusOK, Response: presetSchema, Handler: (*Server).getPreset,
 	},
 	{
-		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/presets/{presetId}", Action: ActionPresetsUpdate, OperationID: "updatePreset", Tag: "presets",
+		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/presets/{presetId}", Action: ActionPresetsUpdate, OperationID: "updatePreset", Tag: "Presets",
 		Summary: "Rename a Preset or replace its whole template (omitted fields kept).", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionUpdate, iam.KindPreset)},
 		PathParams: nsParams("presetId"), Body: presetPatch, BodyLimit: PresetBodyLimit, Conflict: true, Tx: TxWrite,
 		Success: http.StatusOK, Response: presetSchema, Handler: (*Server).patchPreset,
 	},
 	{
-		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/presets/{presetId}", Action: ActionPresetsDelete, OperationID: "deletePreset", Tag: "presets",
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/presets/{presetId}", Action: ActionPresetsDelete, OperationID: "deletePreset", Tag: "Presets",
 		Summary: "Delete a Preset and its exact AccessBindings; Agents made from it are unchanged.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionDelete, iam.KindPreset)},
 		PathParams: nsParams("presetId"), Conflict: true, Tx: TxWrite,
@@ -345,14 +357,14 @@ var resourceRoutes = []*Route{
 
 	// Secrets.
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/secrets", Action: ActionSecretsList, Tag: "secrets",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/secrets", Action: ActionSecretsList, OperationID: "listSecrets", Tag: "Secrets",
 		Summary: "Secrets the caller may read (metadata only).", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{pathNamespaceRead, eachItem(iam.KindSecret)},
 		PathParams:  nsParams(), Query: pageParams, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(secretView), Handler: (*Server).listSecrets,
 	},
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/secrets", Action: ActionSecretsCreate, Tag: "secrets",
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/secrets", Action: ActionSecretsCreate, OperationID: "createSecret", Tag: "Secrets",
 		Summary: "Create a Secret; the value goes to the Secret Driver and is never returned.",
 		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindSecret)},
@@ -360,21 +372,21 @@ var resourceRoutes = []*Route{
 		Success: http.StatusCreated, Response: secretView, Handler: (*Server).createSecret,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/secrets/{secretId}", Action: ActionSecretsRead, Tag: "secrets",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/secrets/{secretId}", Action: ActionSecretsRead, OperationID: "getSecret", Tag: "Secrets",
 		Summary: "One Secret's metadata and the consumers the caller may read.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{exact(iam.ActionRead, iam.KindSecret)},
 		PathParams:  nsParams("secretId"), Tx: TxRead,
 		Success: http.StatusOK, Response: secretView, Handler: (*Server).getSecret,
 	},
 	{
-		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/secrets/{secretId}", Action: ActionSecretsUpdate, Tag: "secrets",
+		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/secrets/{secretId}", Action: ActionSecretsUpdate, OperationID: "updateSecret", Tag: "Secrets",
 		Summary: "Replace a Secret's value (consumers need a redeploy).", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionUpdate, iam.KindSecret)},
 		PathParams: nsParams("secretId"), Body: secretPatch, BodyLimit: SecretBodyLimit, Conflict: true, Tx: TxWrite,
 		Success: http.StatusOK, Response: secretView, Handler: (*Server).patchSecret,
 	},
 	{
-		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/secrets/{secretId}", Action: ActionSecretsDelete, Tag: "secrets",
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/secrets/{secretId}", Action: ActionSecretsDelete, OperationID: "deleteSecret", Tag: "Secrets",
 		Summary: "Delete a Secret nothing references (409 otherwise).", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionDelete, iam.KindSecret)},
 		PathParams: nsParams("secretId"), Conflict: true, Tx: TxWrite,
@@ -383,14 +395,14 @@ var resourceRoutes = []*Route{
 
 	// ServiceAccounts.
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/service-accounts", Action: ActionServiceAccountsList, Tag: "service-accounts",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/service-accounts", Action: ActionServiceAccountsList, OperationID: "listServiceAccounts", Tag: "Service accounts",
 		Summary: "ServiceAccounts the caller may read.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{pathNamespaceRead, eachItem(iam.KindServiceAccount)},
 		PathParams:  nsParams(), Query: pageParams, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(serviceAccountSchema), Handler: (*Server).listServiceAccounts,
 	},
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/service-accounts", Action: ActionServiceAccountsCreate, Tag: "service-accounts",
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/service-accounts", Action: ActionServiceAccountsCreate, OperationID: "createServiceAccount", Tag: "Service accounts",
 		Summary: "Create a ServiceAccount (an upstream-credential holder, not an IAM identity).",
 		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindServiceAccount)},
@@ -398,14 +410,14 @@ var resourceRoutes = []*Route{
 		Success: http.StatusCreated, Response: serviceAccountSchema, Handler: (*Server).createServiceAccount,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/service-accounts/{serviceAccountId}", Action: ActionServiceAccountsRead, Tag: "service-accounts",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/service-accounts/{serviceAccountId}", Action: ActionServiceAccountsRead, OperationID: "getServiceAccount", Tag: "Service accounts",
 		Summary: "One ServiceAccount.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{exact(iam.ActionRead, iam.KindServiceAccount)},
 		PathParams:  nsParams("serviceAccountId"), Tx: TxRead,
 		Success: http.StatusOK, Response: serviceAccountSchema, Handler: (*Server).getServiceAccount,
 	},
 	{
-		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/service-accounts/{serviceAccountId}/credential", Action: ActionServiceAccountsUpdate, Tag: "service-accounts",
+		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/service-accounts/{serviceAccountId}/credential", Action: ActionServiceAccountsUpdate, OperationID: "updateServiceAccountCredential", Tag: "Service accounts",
 		Summary: "Set the native credential: a Kubernetes Secret key in the Namespace's backing namespace.",
 		Auth:    auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: []Permission{exact(iam.ActionUpdate, iam.KindServiceAccount)},
@@ -413,7 +425,7 @@ var resourceRoutes = []*Route{
 		Success: http.StatusOK, Response: serviceAccountSchema, Handler: (*Server).setServiceAccountCredential,
 	},
 	{
-		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/service-accounts/{serviceAccountId}", Action: ActionServiceAccountsDelete, Tag: "service-accounts",
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/service-accounts/{serviceAccountId}", Action: ActionServiceAccountsDelete, OperationID: "deleteServiceAccount", Tag: "Service accounts",
 		Summary: "Delete a ServiceAccount nothing references (409 otherwise).", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionDelete, iam.KindServiceAccount)},
 		PathParams: nsParams("serviceAccountId"), Conflict: true, Tx: TxWrite,
@@ -422,17 +434,18 @@ var resourceRoutes = []*Route{
 
 	// Agents.
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents", Action: ActionAgentsList, Tag: "agents",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents", Action: ActionAgentsList, OperationID: "listAgents", Tag: "Agents",
 		Summary: "Agents the caller may read.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{pathNamespaceRead, eachItem(iam.KindAgent)},
 		PathParams:  nsParams(), Query: pageParams, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(agentSchema), Handler: (*Server).listAgents,
 	},
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents", Action: ActionAgentsCreate, Tag: "agents",
-		Summary:     "Create an Agent (active, stopped, no revision) with its own ServicePrincipal.",
-		Description: "The Namespace may be provisioning or ready. Plugins, credential sources, repositories, workspace files and Backends are not accepted yet.",
-		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents", Action: ActionAgentsCreate, OperationID: "createAgent", Tag: "Agents",
+		Summary: "Create an Agent (active, stopped, no revision) with its own ServicePrincipal.",
+		Description: "The Namespace may be provisioning or ready. Plugins, plugin approvers, repositories, workspace defaults and " +
+			"Backends are not available in this OCC: their empty forms ({}, [], null) are accepted, any other value is 400 FEATURE_NOT_AVAILABLE.",
+		Auth: auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindAgent),
 			referenced(iam.ActionRead, iam.KindConfiguration, "the Agent's Configuration"),
 			referenced(iam.ActionOperate, iam.KindSecret, "a Secret harnessAuth source"),
@@ -441,17 +454,18 @@ var resourceRoutes = []*Route{
 		Success: http.StatusCreated, Response: agentSchema, Handler: (*Server).createAgent,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}", Action: ActionAgentsRead, Tag: "agents",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}", Action: ActionAgentsRead, OperationID: "getAgent", Tag: "Agents",
 		Summary: "One Agent.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{exact(iam.ActionRead, iam.KindAgent)},
 		PathParams:  nsParams("agentId"), Tx: TxRead,
 		Success: http.StatusOK, Response: agentSchema, Handler: (*Server).getAgent,
 	},
 	{
-		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/agents/{agentId}", Action: ActionAgentsUpdate, Tag: "agents",
-		Summary:     "Update the Agent's draft (configurationId required; omitted fields kept; harnessAuth null clears).",
-		Description: "A deleting Agent answers 409 AGENT_DELETING.",
-		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Method: http.MethodPatch, Path: "/namespaces/{namespaceId}/agents/{agentId}", Action: ActionAgentsUpdate, OperationID: "updateAgent", Tag: "Agents",
+		Summary: "Update the Agent's draft (configurationId required; omitted fields kept; harnessAuth null clears).",
+		Description: "A deleting Agent answers 409 AGENT_DELETING. executionMode other than the Agent's, and the members of features " +
+			"this OCC does not implement with other than their empty forms, are 400 FEATURE_NOT_AVAILABLE.",
+		Auth: auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: []Permission{exact(iam.ActionUpdate, iam.KindAgent),
 			referenced(iam.ActionRead, iam.KindConfiguration, "the Agent's Configuration"),
 			referenced(iam.ActionOperate, iam.KindSecret, "a Secret harnessAuth source"),
@@ -460,7 +474,7 @@ var resourceRoutes = []*Route{
 		Success: http.StatusOK, Response: agentSchema, Handler: (*Server).patchAgent,
 	},
 	{
-		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/agents/{agentId}", Action: ActionAgentsDelete, Tag: "agents",
+		Method: http.MethodDelete, Path: "/namespaces/{namespaceId}/agents/{agentId}", Action: ActionAgentsDelete, OperationID: "deleteAgent", Tag: "Agents",
 		Summary: "Delete an Agent (202 deleting, desired stopped; the worker tears it down).",
 		Description: "Repeat-safe. After a failed teardown the initiator's repeat requeues it; another caller takes it over " +
 			"only once the initiator lost agent:delete.",
@@ -470,7 +484,7 @@ var resourceRoutes = []*Route{
 		Success: http.StatusAccepted, Response: agentSchema, Handler: (*Server).deleteAgent,
 	},
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/{agentId}/deploy", Action: ActionAgentsDeploy, Tag: "agents",
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/{agentId}/deploy", Action: ActionAgentsDeploy, OperationID: "deployAgent", Tag: "Agents",
 		Summary: "Admit an immutable revision and queue its deployment (202).",
 		Description: "Needs a ready Namespace (409 NAMESPACE_NOT_READY), a live Agent (409 AGENT_DELETING), a Harness " +
 			"authentication (409) the selected Compute Driver supports (409 HARNESS_AUTH_UNSUPPORTED). The Agent's own " +
@@ -484,35 +498,35 @@ var resourceRoutes = []*Route{
 		Success: http.StatusAccepted, Response: revisionSchema, Handler: (*Server).deployAgent,
 	},
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/{agentId}/stop", Action: ActionAgentsStop, Tag: "agents",
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/{agentId}/stop", Action: ActionAgentsStop, OperationID: "stopAgent", Tag: "Agents",
 		Summary: "Stop the Agent (202, desired stopped; the worker stops its runtime).", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionOperate, iam.KindAgent)},
 		PathParams: nsParams("agentId"), Conflict: true, Tx: TxWrite,
 		Success: http.StatusAccepted, Response: agentSchema, Handler: (*Server).stopAgent,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/revisions", Action: ActionAgentRevisionsList, Tag: "agents",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/revisions", Action: ActionAgentRevisionsList, OperationID: "listAgentRevisions", Tag: "Agent revisions",
 		Summary: "The Agent's revisions the caller may read, by number.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{exact(iam.ActionRead, iam.KindAgent), eachItem(iam.KindAgentRevision)},
 		PathParams:  nsParams("agentId"), Query: pageParams, Tx: TxRead, Paged: true,
 		Success: http.StatusOK, Response: listOf(revisionSchema), Handler: (*Server).listRevisions,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/revisions/{revisionId}", Action: ActionAgentRevisionsRead, Tag: "agents",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/revisions/{revisionId}", Action: ActionAgentRevisionsRead, OperationID: "getAgentRevision", Tag: "Agent revisions",
 		Summary: "One immutable revision.", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{exact(iam.ActionRead, iam.KindAgentRevision)},
 		PathParams:  nsParams("agentId", "revisionId"), Tx: TxRead,
 		Success: http.StatusOK, Response: revisionSchema, Handler: (*Server).getRevision,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}", Action: ActionAgentDeploymentsRead, Tag: "agents",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}", Action: ActionAgentDeploymentsRead, OperationID: "getAgentDeployment", Tag: "Agent deployments",
 		Summary: "The deployment status of a revision (deploymentId is the revision id).", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		Permissions: []Permission{exact(iam.ActionRead, iam.KindAgentRevision)},
 		PathParams:  nsParams("agentId", "deploymentId"), Tx: TxRead,
 		Success: http.StatusOK, Response: deploymentSchema, Handler: (*Server).getDeployment,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/latest-deployments", Action: ActionLatestDeploymentsList, Tag: "agents",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/latest-deployments", Action: ActionLatestDeploymentsList, OperationID: "listLatestAgentDeployments", Tag: "Agent deployments",
 		Summary: "The newest revision of each Agent with its deployment status (ours).",
 		Description: "In Agent creation order; Agents without a revision, or whose newest revision the caller may not read, are left out. " +
 			"Status and error as GET …/deployments/{deploymentId}, without progress.",

@@ -111,16 +111,21 @@ var (
 			required("checkedAt", nullable(timestamp())),
 		), 0, driver.MaxDiagnosticChecks)),
 	)
+	runtimeImageSchema = object(
+		required("workload", str(1, 253)),
+		required("container", str(1, 253)),
+		required("image", str(0, 512)),
+		required("imageId", nullable(str(0, 512))),
+		required("commit", nullable(str(0, 64))),
+		required("openclawCommit", nullable(str(0, 64))),
+	)
 	runtimeImagesSchema = object(
 		required("status", enum(runtimeImagesObserved, runtimeImagesUndeployed, runtimeImagesUnsupported)),
-		required("images", listOf(object(
-			required("workload", str(1, 253)),
-			required("container", str(1, 253)),
-			required("image", str(0, 512)),
-			required("imageId", nullable(str(0, 512))),
-			required("commit", nullable(str(0, 64))),
-			required("openclawCommit", nullable(str(0, 64))),
-		))),
+		required("images", listOf(runtimeImageSchema)),
+	)
+	inventoryImagesSchema = object(
+		required("status", enum(runtimeImagesObserved, runtimeImagesUnsupported, runtimeImagesUnavailable)),
+		required("images", listOf(runtimeImageSchema)),
 	)
 
 	runtimeLogsQuery = []QueryParam{
@@ -140,6 +145,8 @@ const (
 	runtimeImagesObserved    = "observed"
 	runtimeImagesUndeployed  = "undeployed"
 	runtimeImagesUnsupported = "unsupported"
+	// runtimeImagesUnavailable (the deployment inventory only): the driver did not answer.
+	runtimeImagesUnavailable = "unavailable"
 )
 
 // runtimeRead are the permissions of the runtime view and diagnostics: operate and read on the
@@ -150,7 +157,7 @@ var runtimeRead = []Permission{exact(iam.ActionOperate, iam.KindAgent), exact(ia
 var runtimeRoutes = []*Route{
 	{
 		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}/runtime",
-		Action: ActionRuntimeRead, OperationID: "getAgentDeploymentRuntime", Tag: "agents",
+		Action: ActionRuntimeRead, OperationID: "getAgentDeploymentRuntime", Tag: "Agent deployments",
 		Summary: "Read Pod status, restarts, Events and log sources for one exact Agent revision.",
 		Description: "Read through the Compute Driver, never the Agent's gateway; Event messages are redacted. A driver without " +
 			"runtime views answers 501 NOT_IMPLEMENTED; a runtime that does not answer 503 RUNTIME_LOGS_UNAVAILABLE or " +
@@ -162,7 +169,7 @@ var runtimeRoutes = []*Route{
 	},
 	{
 		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}/runtime/logs",
-		Action: ActionRuntimeLogsRead, OperationID: "getAgentDeploymentRuntimeLogs", Tag: "agents",
+		Action: ActionRuntimeLogsRead, OperationID: "getAgentDeploymentRuntimeLogs", Tag: "Agent deployments",
 		Summary: "Read one bounded, redacted page of container output for one exact Agent revision.",
 		Description: "Needs agent:read_logs (or agent:administer) and agent:read. Every line is classified, redacted and bounded " +
 			"before it leaves the driver; losses are labelled gap records. A new view (no cursor) is audited as " +
@@ -178,7 +185,7 @@ var runtimeRoutes = []*Route{
 	},
 	{
 		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/{agentId}/deployments/{deploymentId}/diagnostics",
-		Action: ActionDiagnose, OperationID: "diagnoseAgentDeployment", Tag: "agents",
+		Action: ActionDiagnose, OperationID: "diagnoseAgentDeployment", Tag: "Agent deployments",
 		Summary: "Run explicit current-runtime diagnostics for one exact Agent revision.",
 		Description: "Named checks, each succeeded, failed or unknown with a code; no runtime output. A driver without " +
 			"diagnostics answers 409 RUNTIME_DIAGNOSTICS_UNSUPPORTED.",
@@ -188,7 +195,7 @@ var runtimeRoutes = []*Route{
 	},
 	{
 		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/{agentId}/runtime-images",
-		Action: ActionRuntimeImages, OperationID: "getAgentRuntimeImages", Tag: "agents",
+		Action: ActionRuntimeImages, OperationID: "getAgentRuntimeImages", Tag: "Agents",
 		Summary:     "Read observed images and source commits for an Agent's active runtime.",
 		Description: "status undeployed without an active revision, unsupported when the Compute Driver cannot tell.",
 		Auth:        auth.ModeAny, Scope: ScopeNamespace,

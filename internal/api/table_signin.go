@@ -84,7 +84,7 @@ func buildSignInRoutes() []*Route {
 	admin := []Permission{installationAdminister}
 	routes := []*Route{{
 		Method: http.MethodGet, Path: "/api/auth/providers", Action: ActionProvidersRead, OperationID: "getAuthProviders",
-		Tag: "authentication", Summary: "The browser sign-in methods this Installation offers.",
+		Tag: "Authentication", Summary: "The browser sign-in methods this Installation offers.",
 		Description: "password is false when only the recovery account may use a password; oidcSignIn names the OIDC button.",
 		Auth:        auth.ModeAnonymous, Success: http.StatusOK, Response: object(
 			required("password", boolean()), required("github", boolean()), required("google", boolean()),
@@ -98,7 +98,7 @@ func buildSignInRoutes() []*Route {
 		routes = append(routes,
 			&Route{
 				Method: http.MethodPost, Path: base + "/start", Action: ActionSignInStart, OperationID: "start" + op + "SignIn",
-				Tag: "authentication", Summary: "Start a " + title + " sign-in.",
+				Tag: "Authentication", Summary: "Start a " + title + " sign-in.",
 				Description: "Same-origin only. Answers the provider URL to open and a public attemptId, and sets the " +
 					"browser-binding cookie; 404 when the provider is not configured.",
 				Auth: auth.ModeAnonymous, ExactOrigin: true, Limited: true, Success: http.StatusOK,
@@ -107,14 +107,14 @@ func buildSignInRoutes() []*Route {
 			},
 			&Route{
 				Method: http.MethodGet, Path: base + "/callback", Action: ActionSignIn, OperationID: "complete" + op + "SignIn",
-				Tag: "authentication", Summary: "The " + title + " redirect back after sign-in.",
+				Tag: "Authentication", Summary: "The " + title + " redirect back after sign-in.",
 				Description: "Always 302: to /console/ with the session cookie and a two-minute login receipt, or to " +
 					"/console/?authError=" + p + ". The query belongs to the provider.",
 				Auth: auth.ModeAnonymous, OpenQuery: true, Success: http.StatusFound, Handler: (*Server).completeSignIn,
 			},
 			&Route{
 				Method: http.MethodPost, Path: base + "/result", Action: ActionSignInResult, OperationID: "confirm" + op + "SignIn",
-				Tag: "authentication", Summary: "Trade the login receipt for the new session's key, once.",
+				Tag: "Authentication", Summary: "Trade the login receipt for the new session's key, once.",
 				Auth: auth.ModeSession, Limited: true, Body: object(required("attemptId", pattern(`^[A-Za-z0-9_-]{43}$`, 0))),
 				Success: http.StatusOK, Response: object(required("sessionKey", str(43, 43))), Handler: (*Server).confirmSignIn,
 			},
@@ -126,7 +126,7 @@ func buildSignInRoutes() []*Route {
 	coverage := "The caller must hold every grant of the target account's Principal."
 	routes = append(routes,
 		&Route{
-			Method: http.MethodGet, Path: account, Action: ActionAccountsRead, OperationID: "getAuthAccount", Tag: "authentication",
+			Method: http.MethodGet, Path: account, Action: ActionAccountsRead, OperationID: "getAuthAccount", Tag: "Authentication",
 			Summary: "An account's sign-in state: version, disabled, methods.", Description: guarded,
 			Auth: auth.ModeSession, ExactOrigin: true, Scope: ScopeInstallation, Permissions: admin,
 			PathParams: accountPathParams, Conflict: true, Tx: TxRead, Success: http.StatusOK, Response: accountSchema,
@@ -134,28 +134,28 @@ func buildSignInRoutes() []*Route {
 		},
 		&Route{
 			Method: http.MethodPost, Path: account + "/disable", Action: ActionAccountsDisable, OperationID: "disableAuthAccount",
-			Tag: "authentication", Summary: "Disable an account and end its sessions.", Description: mutation + " The recovery account refuses (409).",
+			Tag: "Authentication", Summary: "Disable an account and end its sessions.", Description: mutation + " The recovery account refuses (409).",
 			Auth: auth.ModeSession, ExactOrigin: true, Scope: ScopeInstallation, Permissions: admin, Coverage: coverage,
 			PathParams: accountPathParams, Body: versionBody, Conflict: true, Tx: TxWrite, Success: http.StatusOK,
 			Response: userIDSchema, Handler: (*Server).disableAccount,
 		},
 		&Route{
 			Method: http.MethodPost, Path: account + "/enable", Action: ActionAccountsEnable, OperationID: "enableAuthAccount",
-			Tag: "authentication", Summary: "Re-enable a disabled account.", Description: mutation,
+			Tag: "Authentication", Summary: "Re-enable a disabled account.", Description: mutation,
 			Auth: auth.ModeSession, ExactOrigin: true, Scope: ScopeInstallation, Permissions: admin, Coverage: coverage,
 			PathParams: accountPathParams, Body: versionBody, Conflict: true, Tx: TxWrite, Success: http.StatusOK,
 			Response: userIDSchema, Handler: (*Server).enableAccount,
 		},
 		&Route{
 			Method: http.MethodPost, Path: account + "/revoke", Action: ActionAccountsRevoke, OperationID: "revokeAuthAccountSessions",
-			Tag: "authentication", Summary: "End every session of an account; a fresh sign-in still works.", Description: mutation,
+			Tag: "Authentication", Summary: "End every session of an account; a fresh sign-in still works.", Description: mutation,
 			Auth: auth.ModeSession, ExactOrigin: true, Scope: ScopeInstallation, Permissions: admin, Coverage: coverage,
 			PathParams: accountPathParams, Body: versionBody, Conflict: true, Tx: TxWrite, Success: http.StatusOK,
 			Response: userIDSchema, Handler: (*Server).revokeAccountSessions,
 		},
 		&Route{
 			Method: http.MethodPost, Path: account + "/enrol", Action: ActionAccountsEnrol, OperationID: "enrolAuthAccount",
-			Tag: "authentication", Summary: "Enrol an account holding its Principal and one password.",
+			Tag: "Authentication", Summary: "Enrol an account holding its Principal and one password.",
 			Description: guarded + " OCC enrols every account when it is created, so created is false.",
 			Auth:        auth.ModeSession, ExactOrigin: true, Scope: ScopeInstallation, Permissions: admin, Coverage: coverage,
 			PathParams: accountPathParams, Conflict: true, Tx: TxWrite, Success: http.StatusOK,
@@ -165,7 +165,7 @@ func buildSignInRoutes() []*Route {
 		},
 		&Route{
 			Method: http.MethodPost, Path: account + "/methods/{methodId}/detach", Action: ActionAccountsDetach, OperationID: "detachAuthMethod",
-			Tag: "authentication", Summary: "Detach an external identity and end every session of the account.",
+			Tag: "Authentication", Summary: "Detach an external identity and end every session of the account.",
 			Description: mutation + " A password method refuses (409).",
 			Auth:        auth.ModeSession, ExactOrigin: true, Scope: ScopeInstallation, Permissions: admin, Coverage: coverage,
 			PathParams: map[string]*schema.Schema{"userId": idOf("usr"), "methodId": idOf("mth")}, Body: versionBody, Conflict: true,
@@ -175,7 +175,7 @@ func buildSignInRoutes() []*Route {
 	for _, p := range signin.Names {
 		routes = append(routes, &Route{
 			Method: http.MethodPost, Path: account + "/providers/" + p, Action: ActionAttach(p), OperationID: "attach" + operationTitles[p] + "Identity",
-			Tag: "authentication", Summary: "Attach a verified " + providerTitles[p] + " identity to an account.",
+			Tag: "Authentication", Summary: "Attach a verified " + providerTitles[p] + " identity to an account.",
 			Description: mutation + " The account's sessions end. A subject another account holds is 409; so is an unconfigured provider.",
 			Auth:        auth.ModeSession, ExactOrigin: true, Scope: ScopeInstallation, Permissions: admin, Coverage: coverage,
 			PathParams: accountPathParams, Body: object(required("expectedVersion", expectedVersion), required("subject", subjectSchemas[p])),
@@ -185,18 +185,18 @@ func buildSignInRoutes() []*Route {
 	routes = append(routes,
 		&Route{
 			Method: http.MethodGet, Path: "/api/auth/recovery", Action: ActionRecoveryRead, OperationID: "getAuthRecovery",
-			Tag: "authentication", Summary: "The recovery account designation.", Description: guarded,
+			Tag: "Authentication", Summary: "The recovery account designation.", Description: guarded,
 			Auth: auth.ModeSession, ExactOrigin: true, Scope: ScopeInstallation, Permissions: admin, Conflict: true, Tx: TxRead,
-			Success: http.StatusOK, Response: recoverySchema, Handler: (*Server).getRecovery,
+			Statuses: upstreamNotFound, Success: http.StatusOK, Response: recoverySchema, Handler: (*Server).getRecovery,
 		},
 		&Route{
 			Method: http.MethodPost, Path: "/api/auth/recovery", Action: ActionRecoveryReplace, OperationID: "replaceAuthRecovery",
-			Tag: "authentication", Summary: "Move the recovery designation to another local-password administrator.",
+			Tag: "Authentication", Summary: "Move the recovery designation to another local-password administrator.",
 			Description: guarded + " expectedVersion is the target account's.",
 			Auth:        auth.ModeSession, ExactOrigin: true, Scope: ScopeInstallation, Permissions: admin,
 			Coverage: "The caller must hold every grant of the current recovery account's Principal.",
 			Body:     object(required("userId", idOf("usr")), required("expectedCurrentUserId", idOf("usr")), required("expectedVersion", expectedVersion)),
-			Conflict: true, Tx: TxWrite, Success: http.StatusOK,
+			Conflict: true, Tx: TxWrite, Statuses: upstreamNotFound, Success: http.StatusOK,
 			Response: object(required("userId", idOf("usr")), required("principalId", idOf("prn")), required("methodId", idOf("mth")),
 				required("changed", boolean())),
 			Handler: (*Server).replaceRecovery,
@@ -206,7 +206,7 @@ func buildSignInRoutes() []*Route {
 	routes = append(routes,
 		&Route{
 			Method: http.MethodPost, Path: "/api/auth/cli/device-authorizations", Action: ActionCLISessionsStart,
-			OperationID: "startCliDeviceAuthorization", Tag: "authentication", Summary: "Start occ login (no credential).",
+			OperationID: "startCliDeviceAuthorization", Tag: "Authentication", Summary: "Start occ login (no credential).",
 			Description: cli + " 30 a minute per client address; the code is valid 10 minutes.",
 			Auth:        auth.ModeAnonymous, Limited: true,
 			Body:    object(required("clientLabel", pattern(`^[ -~]{1,64}$`, 64)), optional("namespaceId", idOf("ns"))),
@@ -217,7 +217,7 @@ func buildSignInRoutes() []*Route {
 		},
 		&Route{
 			Method: http.MethodPost, Path: "/api/auth/cli/token", Action: ActionCLISessionsIssue, OperationID: "exchangeCliDeviceCode",
-			Tag: "authentication", Summary: "occ login's poll: the CLI session once approved.",
+			Tag: "Authentication", Summary: "occ login's poll: the CLI session once approved.",
 			Description: cli + " 400 AUTHORIZATION_PENDING, SLOW_DOWN, ACCESS_DENIED or EXPIRED_TOKEN; 409 CLI_SESSION_LIMIT.",
 			Auth:        auth.ModeAnonymous, Limited: true, Conflict: true,
 			Body:    object(required("deviceCode", pattern(`^[A-Za-z0-9_-]{43}$`, 0))),
@@ -227,7 +227,7 @@ func buildSignInRoutes() []*Route {
 		},
 		&Route{
 			Method: http.MethodPost, Path: "/api/auth/cli/device-authorizations/lookup", Action: ActionCLISessionsLookup,
-			OperationID: "lookupCliDeviceAuthorization", Tag: "authentication", Summary: "What the approval page is asked to approve.",
+			OperationID: "lookupCliDeviceAuthorization", Tag: "Authentication", Summary: "What the approval page is asked to approve.",
 			Description: cli + " Browser session, exact Origin and its x-occ-session-key; 5 wrong codes a minute per account and address.",
 			Auth:        auth.ModeSession, Limited: true, Body: object(required("userCode", str(1, 16))),
 			Success: http.StatusOK, Response: object(required("clientLabel", str(1, 64)), required("requesterAddress", str(1, 64)),
@@ -237,7 +237,7 @@ func buildSignInRoutes() []*Route {
 		},
 		&Route{
 			Method: http.MethodPost, Path: "/api/auth/cli/device-authorizations/decide", Action: ActionCLISessionsDecide,
-			OperationID: "decideCliDeviceAuthorization", Tag: "authentication", Summary: "Approve or deny an occ login request.",
+			OperationID: "decideCliDeviceAuthorization", Tag: "Authentication", Summary: "Approve or deny an occ login request.",
 			Description: cli + " As lookup; audited as openclaw.auth.cli-sessions.approve or .deny. Deny is final.",
 			Auth:        auth.ModeSession, Limited: true,
 			Body:    object(required("userCode", str(1, 16)), required("decision", enum("approve", "deny"))),
@@ -246,19 +246,19 @@ func buildSignInRoutes() []*Route {
 		},
 		&Route{
 			Method: http.MethodGet, Path: "/api/auth/cli-sessions", Action: ActionCLISessionsList, OperationID: "listCliSessions",
-			Tag: "authentication", Summary: "The signed-in person's own CLI sessions.", Description: cli,
+			Tag: "Authentication", Summary: "The signed-in person's own CLI sessions.", Description: cli,
 			Auth: auth.ModeSession, Success: http.StatusOK, Response: listOf(cliSessionSchema), Handler: (*Server).listCLISessions,
 		},
 		&Route{
 			Method: http.MethodDelete, Path: "/api/auth/cli-sessions/{cliSessionId}", Action: ActionCLISessionsRevoke,
-			OperationID: "revokeCliSession", Tag: "authentication", Summary: "Revoke one of the person's own CLI sessions.",
+			OperationID: "revokeCliSession", Tag: "Authentication", Summary: "Revoke one of the person's own CLI sessions.",
 			Description: cli, Auth: auth.ModeSession, PathParams: map[string]*schema.Schema{"cliSessionId": idOf("cls")},
 			Success: http.StatusOK, Response: object(required("id", idOf("cls")), required("revoked", boolean())),
 			Handler: (*Server).revokeCLISession,
 		},
 		&Route{
 			Method: http.MethodGet, Path: "/api/auth/cli-sessions/current", Action: ActionCLISessionsRead,
-			OperationID: "getCurrentCliSession", Tag: "authentication", Summary: "The calling CLI session (occ auth status).",
+			OperationID: "getCurrentCliSession", Tag: "Authentication", Summary: "The calling CLI session (occ auth status).",
 			Description: cli + " Only x-occ-cli-session.", Auth: auth.ModeAny, Success: http.StatusOK,
 			Response: object(required("id", idOf("cls")), required("clientLabel", str(1, 64)), required("createdAt", timestamp()),
 				required("expiresAt", timestamp()), optional("namespaceId", idOf("ns")), required("user", cliUserSchema)),
@@ -266,7 +266,7 @@ func buildSignInRoutes() []*Route {
 		},
 		&Route{
 			Method: http.MethodDelete, Path: "/api/auth/cli-sessions/current", Action: ActionCLISessionsRevoke,
-			OperationID: "endCurrentCliSession", Tag: "authentication", Summary: "End the calling CLI session (occ logout).",
+			OperationID: "endCurrentCliSession", Tag: "Authentication", Summary: "End the calling CLI session (occ logout).",
 			Description: cli + " Only x-occ-cli-session.", Auth: auth.ModeAny, Success: http.StatusOK,
 			Response: object(required("id", idOf("cls")), required("revoked", boolean())), Handler: (*Server).endCurrentCLISession,
 		},

@@ -113,6 +113,7 @@ func runAPI(ctx context.Context, env Env) error {
 		Version:                  env.Version,
 		SignIn:                   signInConfig(cfg),
 		Presets:                  startup.Presets,
+		ObservabilityURL:         startup.ObservabilityURL,
 	}
 	if cfg.Metrics.Enabled {
 		m, err := metrics.StartAPI(ctx, cfg.Metrics.ListenAddress(), log)

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,8 +43,90 @@ func newInstallationCommand(env Env) *cobra.Command {
 			}
 			return s.printItem(data, installationColumns)
 		}),
-	})
+	}, deploymentInventoryCommand(env))
 	return group
+}
+
+// inventoryColumns are the table of occ installation deployment-inventory: one row per Agent.
+var inventoryColumns = []column{col("NAMESPACE", "namespaceId"), col("AGENT", "id"), col("NAME", "name"),
+	col("MODE", "executionMode"), col("DESIRED", "desiredRuntimeState"), col("REVISION", "revision"),
+	col("HARNESS", "harness"), col("COMPUTE", "compute"), col("IN PROGRESS", "deploymentInProgress")}
+
+// deploymentInventoryCommand prints every Agent of the Installation with its active revision
+// (installation:administer); -o json prints the API's document.
+func deploymentInventoryCommand(env Env) *cobra.Command {
+	var cursor string
+	var limit int
+	c := &cobra.Command{
+		Use:   "deployment-inventory [--limit N] [--cursor C]",
+		Short: "List every Agent with its active revision's Harness and Compute (needs installation:administer)",
+		Args:  cobra.NoArgs,
+		RunE: clientRun(env, false, func(s *clientSession, _ []string) error {
+			q := url.Values{}
+			if limit != 0 {
+				if limit < 1 || limit > 500 {
+					return usageError(env, "--limit must be from 1 to 500.")
+				}
+				q.Set("limit", strconv.Itoa(limit))
+			}
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			path := "/installation/deployment-inventory"
+			if len(q) > 0 {
+				path += "?" + q.Encode()
+			}
+			p, err := s.send(http.MethodGet, path, nil)
+			if err != nil {
+				return s.fail(err)
+			}
+			if s.structured() {
+				if err := s.printStructured(p.Data); err != nil {
+					return err
+				}
+			} else if err := s.printInventory(p.Data); err != nil {
+				return err
+			}
+			if next := p.Meta.NextCursor; next != nil && *next != "" {
+				fmt.Fprintf(s.env.Stderr, "More Agents: occ installation deployment-inventory --limit %d --cursor %s\n", limit, *next)
+			}
+			return nil
+		}),
+	}
+	c.Flags().IntVar(&limit, "limit", 0, "Agents per page (1 to 500; default: all)")
+	c.Flags().StringVar(&cursor, "cursor", "", "continue after the previous page (the command it printed)")
+	return c
+}
+
+// printInventory flattens the inventory into one row per Agent.
+func (s *clientSession) printInventory(data json.RawMessage) error {
+	var inv struct {
+		Namespaces []struct {
+			ID     string           `json:"id"`
+			Agents []map[string]any `json:"agents"`
+		} `json:"namespaces"`
+	}
+	if err := json.Unmarshal(data, &inv); err != nil {
+		return s.fail(errors.New("the API answered with an unexpected inventory"))
+	}
+	var rows []map[string]any
+	for _, ns := range inv.Namespaces {
+		for _, a := range ns.Agents {
+			row := map[string]any{"namespaceId": ns.ID, "id": a["id"], "name": a["name"], "executionMode": a["executionMode"],
+				"desiredRuntimeState": a["desiredRuntimeState"], "deploymentInProgress": fmt.Sprint(a["deploymentInProgress"])}
+			if rev, ok := a["activeRevision"].(map[string]any); ok {
+				row["revision"] = fmt.Sprint(rev["revision"])
+				if h, ok := rev["harness"].(map[string]any); ok {
+					row["harness"] = text(h["id"]) + "@" + text(h["version"])
+				}
+				if c, ok := rev["compute"].(map[string]any); ok {
+					row["compute"] = text(c["id"]) + " (" + text(c["implementation"]) + ")"
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	return s.printItems(rows, tableSpec{columns: inventoryColumns})
 }
 
 var dnsLabel = regexp.MustCompile(platform.DNSLabelPattern)

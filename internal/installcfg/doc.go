@@ -40,9 +40,10 @@
 // missing, malformed, invalid or repeats a name refuses the document.
 //
 // Every object is closed. The other upstream top-level sections (runtime, integrations)
-// and the other upstream capabilities (sandbox, credential_gateway, plugin, service_account, repo)
-// are refused as UNKNOWN_FIELD until their features exist: ignoring them would silently drop an
-// operator's intent. The upstream selection key package is refused the same way; `implementation`
+// and the other upstream capabilities (sandbox, credential_gateway, plugin, service_account, repo,
+// channel) are refused as UNKNOWN_FIELD, with a message naming the feature as not available in
+// this OCC, until their features exist: ignoring them would silently drop an operator's intent.
+// The upstream selection key package is refused the same way; `implementation`
 // replaces it.
 //
 // A selection's id is the operator's name for the driver (recorded in revisions, work and logs), so

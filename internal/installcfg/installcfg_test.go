@@ -603,11 +603,55 @@ func TestSingleCapabilityMessage(t *testing.T) {
 	}
 }
 
+// TestUpstreamSectionsNameTheirFeature: a section or Driver capability upstream has and this OCC
+// does not implement is refused with a message naming the feature, not as an unknown option.
+func TestUpstreamSectionsNameTheirFeature(t *testing.T) {
+	t.Parallel()
+	doc := specExample + "runtime: {nativeWorkerSupport: custom-image}\nbackend: [{id: chatgpt}]\n"
+	doc = strings.Replace(doc, "drivers:\n", "drivers:\n  sandbox: {id: openshell}\n  credential_gateway: {id: gw}\n  plugin: {id: p}\n"+
+		"  service_account: {id: sa}\n  repo: {id: r}\n  channel: {id: slack}\n", 1)
+	_, err := Parse([]byte(doc), Env{}, allValidators()...)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	e := asError(t, err)
+	checkSafe(t, e)
+	want := map[string]string{
+		"/runtime":                    "Native worker support",
+		"/backend":                    "Backends",
+		"/drivers/sandbox":            "Sandbox Drivers",
+		"/drivers/credential_gateway": "Credential gateway Drivers",
+		"/drivers/plugin":             "Plugin Drivers",
+		"/drivers/service_account":    "ServiceAccount Drivers",
+		"/drivers/repo":               "Repository Drivers",
+		"/drivers/channel":            "Channel Drivers",
+	}
+	for _, d := range e.Details {
+		feature, ok := want[d.Path]
+		if !ok {
+			t.Errorf("unexpected detail %+v", d)
+			continue
+		}
+		delete(want, d.Path)
+		if !strings.HasPrefix(d.Message, feature) || !strings.Contains(d.Message, "not available in this OCC") {
+			t.Errorf("%s: message %q does not name %s as not available", d.Path, d.Message, feature)
+		}
+	}
+	for path := range want {
+		t.Errorf("no detail at %s", path)
+	}
+}
+
 func TestFixedMessagesAreLogSafe(t *testing.T) {
 	t.Parallel()
+	for _, m := range upstreamCapabilities {
+		if !safeMessage.MatchString(m) {
+			t.Errorf("message %q is not log-safe", m)
+		}
+	}
 	for _, m := range []string{
 		msgUnknownField, msgRequired, msgObject, msgString, msgList, msgPlaintext, msgUnsafeInteger,
-		msgSingleton, msgUnsafeKey, msgSecretRef, msgTooDeep, msgUnsupportedCap, msgPackage,
+		msgSingleton, msgUnsafeKey, msgSecretRef, msgTooDeep, msgPackage,
 		msgPresetRelative, msgPresetUnreadable, msgPresetInvalid, msgPresetDuplicate,
 		msgRuntime, msgIntegrations, msgBackends, msgDriverID, msgUnknownImpl, msgNotInProduction,
 		msgNoValidator, msgLogLevel, msgURL, msgAbsolutePath, msgRootRequired, msgClusterName,

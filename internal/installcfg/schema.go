@@ -24,10 +24,15 @@ import (
 // capabilities are the supported Driver capabilities, in reporting order.
 var capabilities = []string{CapabilityCompute, CapabilityConfiguration, CapabilityIAM, CapabilitySecret}
 
-// upstreamCapabilities exist upstream but have no implementation here yet.
-var upstreamCapabilities = map[string]bool{
-	"sandbox": true, "credential_gateway": true, "plugin": true, "service_account": true, "repo": true,
-	"channel": true,
+// upstreamCapabilities exist upstream but have no implementation here: each is refused with a
+// message naming its feature.
+var upstreamCapabilities = map[string]string{
+	"sandbox":            "Sandbox Drivers are not available in this OCC.",
+	"credential_gateway": "Credential gateway Drivers are not available in this OCC.",
+	"plugin":             "Plugin Drivers are not available in this OCC.",
+	"service_account":    "ServiceAccount Drivers are not available in this OCC.",
+	"repo":               "Repository Drivers are not available in this OCC.",
+	"channel":            "Channel Drivers are not available in this OCC.",
 }
 
 // implementations lists each capability's compiled-in implementations; the first is the default.
@@ -311,8 +316,8 @@ func (v *validator) drivers(val any, path string, cfg *Config) {
 			continue
 		}
 		p, _ := child(path, k)
-		if upstreamCapabilities[k] {
-			v.ds.add(p, problem.DetailUnknownField, msgUnsupportedCap)
+		if message, upstream := upstreamCapabilities[k]; upstream {
+			v.ds.add(p, problem.DetailUnknownField, message)
 		} else {
 			v.ds.add(p, problem.DetailUnknownField, msgUnknownField)
 		}

@@ -23,13 +23,16 @@ const (
 	// CodeHarnessAuthUnsupported (ours): deploy refused at admission because the selected
 	// Compute Driver does not support the Agent's Harness authentication method.
 	CodeHarnessAuthUnsupported = "HARNESS_AUTH_UNSUPPORTED"
-	CodePayloadTooLarge        = "PAYLOAD_TOO_LARGE"
-	CodeUnsupportedMediaType   = "UNSUPPORTED_MEDIA_TYPE"
-	CodeRateLimited            = "RATE_LIMITED"
-	CodeInternalError          = "INTERNAL_ERROR"
-	CodeNotImplemented         = "NOT_IMPLEMENTED"
-	CodeDependencyUnavailable  = "DEPENDENCY_UNAVAILABLE"
-	CodeUnknownOutcome         = "UNKNOWN_OUTCOME"
+	// CodeFeatureNotAvailable (ours): a request member upstream defines for a feature this OCC
+	// does not implement carries a value other than its empty form.
+	CodeFeatureNotAvailable   = "FEATURE_NOT_AVAILABLE"
+	CodePayloadTooLarge       = "PAYLOAD_TOO_LARGE"
+	CodeUnsupportedMediaType  = "UNSUPPORTED_MEDIA_TYPE"
+	CodeRateLimited           = "RATE_LIMITED"
+	CodeInternalError         = "INTERNAL_ERROR"
+	CodeNotImplemented        = "NOT_IMPLEMENTED"
+	CodeDependencyUnavailable = "DEPENDENCY_UNAVAILABLE"
+	CodeUnknownOutcome        = "UNKNOWN_OUTCOME"
 	// The answers of the `occ login` token exchange (RFC 8628 device flow errors, upper-cased).
 	CodeAuthorizationPending = "AUTHORIZATION_PENDING"
 	CodeSlowDown             = "SLOW_DOWN"
@@ -68,6 +71,7 @@ var statusByCode = map[string]int{
 	CodeNamespaceNotReady:      http.StatusConflict,
 	CodeNamespaceNotEmpty:      http.StatusConflict,
 	CodeHarnessAuthUnsupported: http.StatusConflict,
+	CodeFeatureNotAvailable:    http.StatusBadRequest,
 	CodePayloadTooLarge:        http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType:   http.StatusUnsupportedMediaType,
 	CodeRateLimited:            http.StatusTooManyRequests,
@@ -96,7 +100,7 @@ func Codes() []string {
 	return []string{
 		CodeInvalidRequest, CodeUnauthenticated, CodeForbidden, CodeNotFound, CodeMethodNotAllowed,
 		CodeInstallationExists, CodeResourceConflict, CodeAgentDeleting, CodeNamespaceNotReady,
-		CodeNamespaceNotEmpty, CodeHarnessAuthUnsupported, CodePayloadTooLarge, CodeUnsupportedMediaType, CodeRateLimited,
+		CodeNamespaceNotEmpty, CodeHarnessAuthUnsupported, CodeFeatureNotAvailable, CodePayloadTooLarge, CodeUnsupportedMediaType, CodeRateLimited,
 		CodeInternalError, CodeNotImplemented, CodeDependencyUnavailable, CodeUnknownOutcome,
 		CodeAuthorizationPending, CodeSlowDown, CodeAccessDenied, CodeExpiredToken, CodeCLISessionLimit,
 		CodeRuntimeLogsCursorInvalid, CodeRuntimeLogsPodInvalid, CodeRuntimeLogsSourceUnavailable,

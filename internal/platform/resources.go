@@ -82,10 +82,22 @@ type Installation struct {
 	Capabilities *InstallationCapabilities `json:"capabilities,omitempty"`
 }
 
-// InstallationCapabilities are what the Installation's selected Drivers offer. Upstream's object
-// has other members; runtime is ours.
+// InstallationCapabilities are what the Installation's selected Drivers offer. agentProvisioning
+// is upstream's (its plugin and native-worker members are absent: those features are not
+// implemented); harnessAuth, runtime and presets are ours.
 type InstallationCapabilities struct {
-	Runtime RuntimeCapabilities `json:"runtime"`
+	// AgentProvisioning is absent when no execution mode can be deployed.
+	AgentProvisioning *AgentProvisioningCapabilities `json:"agentProvisioning,omitempty"`
+	// HarnessAuth lists, per execution mode, the Harness authentication methods the Compute
+	// Driver admits at deploy.
+	HarnessAuth map[string][]string `json:"harnessAuth"`
+	Runtime     RuntimeCapabilities `json:"runtime"`
+	Presets     bool                `json:"presets"`
+}
+
+// AgentProvisioningCapabilities are the execution modes a new Agent can be deployed in.
+type AgentProvisioningCapabilities struct {
+	ExecutionModes []string `json:"executionModes"`
 }
 
 // RuntimeCapabilities says which runtime views of deployed revisions the Compute Driver offers.
