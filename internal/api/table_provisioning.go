@@ -32,9 +32,9 @@ var (
 	// schema is accepted here too.
 	provisionBodySchema = newProvisionBodySchema()
 
-	provisioningError   = object(required("at", timestamp()), required("code", str(1, 64)), required("message", str(1, 512)))
-	provisioningPhase   = enum(store.ProvisioningPhaseConfiguration, store.ProvisioningPhaseAgent, store.ProvisioningPhaseGrant, store.ProvisioningPhaseAdmission, store.ProvisioningPhaseDone)
-	provisioningStatus  = enum(store.ProvisioningQueued, provisioningRunning, store.ProvisioningSucceeded, store.ProvisioningFailed)
+	provisioningError    = object(required("at", timestamp()), required("code", str(1, 64)), required("message", str(1, 512)))
+	provisioningPhase    = enum(store.ProvisioningPhaseConfiguration, store.ProvisioningPhaseAgent, store.ProvisioningPhaseGrant, store.ProvisioningPhaseAdmission, store.ProvisioningPhaseDone)
+	provisioningStatus   = enum(store.ProvisioningQueued, provisioningRunning, store.ProvisioningSucceeded, store.ProvisioningFailed)
 	provisioningResponse = object(required("provisioning", object(
 		required("workId", provisioningWorkIDParam),
 		required("requestId", idOf(platform.PrefixRequest)),
