@@ -1,6 +1,9 @@
 package platform
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +22,21 @@ type ProvisioningRequest struct {
 	// SecretBindingsSet tells an explicit {} from an omitted member (Configuration create stores
 	// them differently).
 	SecretBindingsSet bool `json:"secretBindingsSet,omitempty"`
+}
+
+// DecodeProvisioningRequest reads a stored request strictly: a worker never runs steps for a
+// request it does not fully understand (one written by a newer API).
+func DecodeProvisioningRequest(raw []byte) (ProvisioningRequest, error) {
+	var r ProvisioningRequest
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return ProvisioningRequest{}, err
+	}
+	if r.Name == "" || r.ExecutionMode == "" || r.ConfigurationKind == "" {
+		return ProvisioningRequest{}, errors.New("provisioning request: missing required fields")
+	}
+	return r, nil
 }
 
 // ConsumedSecretIDs lists, sorted and once each, the Secrets the first revision will consume: the
