@@ -2,12 +2,15 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/openclaw/occ/internal/api"
+	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/queue"
@@ -18,13 +21,26 @@ import (
 
 // withWorker runs a real worker next to the API, on the API's own simulated Compute Driver,
 // Configuration Driver and database, until the test ends.
-func withWorker(e *env, cfg *api.Config) {
+func withWorker(e *env, cfg *api.Config) { withWorkerOn(nil)(e, cfg) }
+
+// withWorkerOn is withWorker whose Configuration Driver is wrap(the API's), when wrap is set.
+func withWorkerOn(wrap func(driver.Configuration) driver.Configuration) envOption {
+	return func(e *env, cfg *api.Config) {
+		configurations := cfg.Configurations
+		if wrap != nil {
+			configurations = wrap(configurations)
+		}
+		startWorker(e, cfg, configurations)
+	}
+}
+
+func startWorker(e *env, cfg *api.Config, configurations driver.Configuration) {
 	t := e.t
 	logs := &logbuf.Buffer{}
 	log := obs.NewLogger(logs, "occ-worker", slog.LevelDebug)
 	q := queue.New(e.app, queue.Options{MaxAttempts: 5, LeaseDuration: 3 * time.Second, Jitter: func() float64 { return 0 }})
 	w, err := worker.New(worker.Config{
-		Pool: e.app, Queue: q, Compute: cfg.Compute, Configurations: cfg.Configurations, IAMDriverID: iamDriverID,
+		Pool: e.app, Queue: q, Compute: cfg.Compute, Configurations: configurations, IAMDriverID: iamDriverID,
 		SecretDriverID: cfg.Secrets.ID(), InstallationID: e.installationID, Concurrency: 2, PollInterval: 20 * time.Millisecond,
 		ConvergenceTimeout: 15 * time.Minute, DatabaseTimeout: 5 * time.Second, Logger: log,
 	})
@@ -190,5 +206,60 @@ func TestProvisioningStepsCheckTheRequester(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM occ.agents WHERE namespace_id = $1 AND name = $2`, ns, body["name"]); n != 1 {
 		t.Fatalf("%d Agents for one provisioning", n)
+	}
+}
+
+// countingConfigurations is the real Configuration Driver, counting its writes and refusing its
+// first read: the worker's admission step reads the document back, so the first run ends there
+// after the earlier steps committed.
+type countingConfigurations struct {
+	driver.Configuration
+	creates   atomic.Int32
+	readsLeft atomic.Int32 // reads still to refuse
+}
+
+func (c *countingConfigurations) Create(ctx context.Context, doc driver.ConfigurationDocument) (driver.ConfigurationDocument, error) {
+	c.creates.Add(1)
+	return c.Configuration.Create(ctx, doc)
+}
+
+func (c *countingConfigurations) Read(ctx context.Context, ref driver.ConfigurationRef) (driver.ConfigurationDocument, error) {
+	if c.readsLeft.Add(-1) >= 0 {
+		return driver.ConfigurationDocument{}, errors.New("test: the configuration store is unreachable")
+	}
+	return c.Configuration.Read(ctx, ref)
+}
+
+// TestProvisioningResumesAtTheNextStep: a pass that ends after some steps committed (here a
+// dependency failure at the admission) leaves the record at that step; the next attempt starts
+// there, and the Configuration, the Agent and the grant are each made once.
+func TestProvisioningResumesAtTheNextStep(t *testing.T) {
+	t.Parallel()
+	counting := &countingConfigurations{}
+	counting.readsLeft.Store(1)
+	e := newEnv(t, withWorkerOn(func(c driver.Configuration) driver.Configuration {
+		counting.Configuration = c
+		return counting
+	}))
+	ns := e.defaultNS
+	base := "/namespaces/" + ns
+	wait.Eventually(t, wait.Long, "the default Namespace to become ready", func() bool {
+		return e.expect(e.admin("GET", base, nil), 200).data()["status"] == "ready"
+	})
+	secret := e.expect(e.admin("POST", base+"/secrets", map[string]any{"name": "model-key", "value": "provisioning-value-9012"}), 201).data()["id"].(string)
+	workID := provisioningOf(e.expect(e.admin("POST", base+"/agents/provision", provisionBody(ns, secret)), 202))["workId"].(string)
+	p := settledProvisioning(t, e, identity{key: e.adminKey}, base+"/agents/provision/"+workID)
+	if p["status"] != "succeeded" || p["run"] != float64(1) || p["attemptCount"] != float64(2) {
+		t.Fatalf("provisioning %v", p)
+	}
+	if n := counting.creates.Load(); n != 1 {
+		t.Fatalf("%d Configuration documents written", n)
+	}
+	agentID, cfgID := p["agentId"].(string), p["configurationId"].(string)
+	for action, id := range map[string]string{"openclaw.configurations.create": cfgID, "openclaw.agents.create": agentID,
+		"openclaw.iam.access_bindings.create": secret, "openclaw.agents.deploy": agentID} {
+		if n := e.auditCount(action, id); n != 1 {
+			t.Errorf("%d %s events on %s", n, action, id)
+		}
 	}
 }
