@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/obs"
+	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/testkit/logbuf"
 	"github.com/openclaw/occ/internal/testkit/wait"
@@ -262,4 +264,24 @@ func TestProvisioningResumesAtTheNextStep(t *testing.T) {
 			t.Errorf("%d %s events on %s", n, action, id)
 		}
 	}
+}
+
+// TestQueuedProvisioningKeepsTheNamespace: a Namespace with a provisioning still queued is not
+// empty; once the provisioning failed it no longer holds the Namespace.
+func TestQueuedProvisioningKeepsTheNamespace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ns := e.createNamespace("provisioned")
+	e.exec(`UPDATE occ.namespaces SET status = 'ready' WHERE id = $1`, ns)
+	base := "/namespaces/" + ns
+	body := map[string]any{"requestId": platform.NewID(platform.PrefixRequest), "name": "alone",
+		"harnessAuth": map[string]any{"method": "runtime"}, "configuration": map[string]any{"kind": "agent", "values": map[string]any{}}}
+	workID := provisioningOf(e.expect(e.admin("POST", base+"/agents/provision", body), 202))["workId"].(string)
+	r := e.admin("DELETE", base, nil)
+	if r.status != http.StatusConflict || r.errCode() != "NAMESPACE_NOT_EMPTY" || !strings.Contains(string(r.raw), "queued provisionings") {
+		t.Fatalf("delete with a queued provisioning: %d %s", r.status, r.raw)
+	}
+	e.exec(`UPDATE occ.agent_provisioning_work SET status = 'failed', error_code = 'AUTHORIZATION_DENIED', error_message = 'denied'
+ WHERE id = $1`, workID)
+	e.expect(e.admin("DELETE", base, nil), 202)
 }

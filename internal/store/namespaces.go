@@ -68,7 +68,7 @@ type NamespaceContent struct {
 }
 
 // NamespaceContents lists the resources a Namespace still owns (Agents, Configurations, Service
-// Accounts, Secrets), at most perKind of each kind, in a stable order.
+// Accounts, Secrets, and provisionings still queued), at most perKind of each kind, in a stable order.
 func NamespaceContents(ctx context.Context, db DBTX, namespaceID string, perKind int) ([]NamespaceContent, error) {
 	rows, err := db.Query(ctx, `
 (SELECT 'agent', id FROM occ.agents WHERE namespace_id = $1 ORDER BY id LIMIT $2)
@@ -77,7 +77,10 @@ UNION ALL
 UNION ALL
 (SELECT 'service_account', id FROM occ.service_accounts WHERE namespace_id = $1 ORDER BY id LIMIT $2)
 UNION ALL
-(SELECT 'secret', id FROM occ.secrets WHERE namespace_id = $1 ORDER BY id LIMIT $2)`, namespaceID, perKind)
+(SELECT 'secret', id FROM occ.secrets WHERE namespace_id = $1 ORDER BY id LIMIT $2)
+UNION ALL
+(SELECT 'agent_provisioning', id FROM occ.agent_provisioning_work WHERE namespace_id = $1 AND status = 'queued'
+  ORDER BY id LIMIT $2)`, namespaceID, perKind)
 	if err != nil {
 		return nil, err
 	}
