@@ -79,8 +79,10 @@ UNION ALL
 UNION ALL
 (SELECT 'secret', id FROM occ.secrets WHERE namespace_id = $1 ORDER BY id LIMIT $2)
 UNION ALL
-(SELECT 'agent_provisioning', id FROM occ.agent_provisioning_work WHERE namespace_id = $1 AND status = 'queued'
-  ORDER BY id LIMIT $2)`, namespaceID, perKind)
+(SELECT 'agent_provisioning', p.id FROM occ.agent_provisioning_work p WHERE p.namespace_id = $1 AND p.status = 'queued'
+   AND NOT EXISTS (SELECT 1 FROM occ.controller_work w
+                    WHERE w.idempotency_key = 'agent_provisioning:' || p.id || ':' || p.run AND w.state = 'failed_permanent')
+  ORDER BY p.id LIMIT $2)`, namespaceID, perKind)
 	if err != nil {
 		return nil, err
 	}
