@@ -285,3 +285,36 @@ func TestQueuedProvisioningKeepsTheNamespace(t *testing.T) {
  WHERE id = $1`, workID)
 	e.expect(e.admin("DELETE", base, nil), 202)
 }
+
+// TestProvisionBodyIsTheCreateBodies: the provisioning body is the Agent create body without
+// configurationId, with the Configuration create body inline, so a member either create route
+// gains is accepted here too.
+func TestProvisionBodyIsTheCreateBodies(t *testing.T) {
+	t.Parallel()
+	var agent, configuration, provision *api.Route
+	for _, r := range api.Routes() {
+		switch r.Method + " " + r.Path {
+		case "POST /namespaces/{namespaceId}/agents":
+			agent = r
+		case "POST /namespaces/{namespaceId}/configurations":
+			configuration = r
+		case "POST /namespaces/{namespaceId}/agents/provision":
+			provision = r
+		}
+	}
+	members := map[string]bool{}
+	for _, p := range provision.Body.Properties {
+		members[p.Name] = p.Required
+		if p.Name == "configuration" && (p.Schema != configuration.Body || !p.Required) {
+			t.Error("configuration is not the required Configuration create body")
+		}
+	}
+	if !members["requestId"] || len(members) != len(agent.Body.Properties)+1 {
+		t.Fatalf("provision members %v", members)
+	}
+	for _, p := range agent.Body.Properties {
+		if required, ok := members[p.Name]; p.Name != "configurationId" && (!ok || required != p.Required) {
+			t.Errorf("Agent create member %s (required %v) is not in the provisioning body alike", p.Name, p.Required)
+		}
+	}
+}
