@@ -497,6 +497,31 @@ func concCases(e *env, f fixtures) map[string]func() concCase {
 			}
 			return c
 		},
+		"POST /namespaces/{namespaceId}/agents/provision": func() concCase {
+			// One requestId: one provisioning, every copy answers it.
+			c := fromM("POST /namespaces/{namespaceId}/agents/provision", oneApplies)
+			requestID := c.request.body.(map[string]any)["requestId"]
+			c.stored = func(t *testing.T, _ int, answers []resp) {
+				if n := e.count(`SELECT count(*) FROM occ.agent_provisioning_work WHERE request_id = $1`, requestID); n != 1 {
+					t.Errorf("%d provisioning records for one requestId", n)
+				}
+				work := answers[0].data()["provisioning"].(map[string]any)["workId"].(string)
+				if n := e.count(`SELECT count(*) FROM occ.controller_work WHERE idempotency_key LIKE $1`, "agent_provisioning:"+work+":%"); n != 1 {
+					t.Errorf("%d work items for one provisioning", n)
+				}
+			}
+			return c
+		},
+		"POST /namespaces/{namespaceId}/agents/provision/{workId}/retry": func() concCase {
+			// One new run; the others find it no longer failed.
+			c := fromM("POST /namespaces/{namespaceId}/agents/provision/{workId}/retry", oneWinner, http.StatusConflict)
+			c.stored = func(t *testing.T, _ int, _ []resp) {
+				if r := get(t, c.request.path[:len(c.request.path)-len("/retry")]); r.data()["provisioning"].(map[string]any)["run"] != float64(2) {
+					t.Errorf("GET after the retries: %s", r.raw)
+				}
+			}
+			return c
+		},
 		"POST /namespaces/{namespaceId}/agents/{agentId}/deploy": func() concCase {
 			// Each deploy is a revision, numbered once.
 			c := fromM("POST /namespaces/{namespaceId}/agents/{agentId}/deploy", eachApplies)

@@ -24,6 +24,9 @@ type matrixCase struct {
 	need         []grantSpec
 	success      int
 	human        bool
+	// owned, when set, makes the resource the permitted caller's own before its request (a
+	// provisioning answers only its requester).
+	owned func(callerID string)
 }
 
 // fixtures are the resources the matrix acts on.
@@ -149,7 +152,7 @@ func (f fixtures) cases(e *env) map[string]func() matrixCase {
 			return matrixCase{method: "DELETE", path: "/api/auth/service-keys/" + key.data()["id"].(string), need: []grantSpec{admin}, success: 200}
 		},
 	}
-	for k, v := range f.resources.cases(f.nsA) {
+	for k, v := range f.resources.cases(e, f.installationID, f.nsA) {
 		cases[k] = v
 	}
 	for k, v := range signInCases(e) {
@@ -222,6 +225,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		allowed := newCaller()
 		for _, g := range c.need {
 			e.grant(allowed.id, g.namespace, g.kind, g.id, g.perm)
+		}
+		if c.owned != nil {
+			c.owned(allowed.id)
 		}
 		if r := e.do(allowed.apply(req{method: c.method, path: c.path, body: c.body})); r.status != c.success {
 			t.Errorf("%s with %v: %d %s", key, c.need, r.status, r.raw)

@@ -195,9 +195,9 @@ func TestOpenAPIDocument(t *testing.T) {
 	if !slices.Equal(inDoc, inTable) {
 		t.Fatalf("document routes %v\ntable routes %v", inDoc, inTable)
 	}
-	// 53 routes, the 5 of Presets, the 4 runtime views and the 29 of sign-in (providers, account
-	// controls, recovery, CLI sessions).
-	if len(inTable) != 91 {
+	// 53 routes, the 5 of Presets, the 4 runtime views, the 29 of sign-in (providers, account
+	// controls, recovery, CLI sessions) and the 3 of guided provisioning.
+	if len(inTable) != 94 {
 		t.Fatalf("%d routes", len(inTable))
 	}
 	// The document is served bare, not in the envelope, and uncached.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/platform"
 )
 
 // resourceFixtures are the Namespace-owned resources the authorization matrix acts on, in a ready
@@ -15,6 +16,8 @@ type resourceFixtures struct {
 	agent, spareAgent   string
 	agentSP, revision   string
 	preset, sparePreset string
+	// provisioning is queued (no worker runs here); failedProvisioning failed at its first step.
+	provisioning, failedProvisioning string
 }
 
 // fixturePresetTemplate is a template using each kind of variable the matrix needs.
@@ -23,6 +26,15 @@ func fixturePresetTemplate() map[string]any {
 		"variables": map[string]any{"name": map[string]any{"type": "string"}},
 		"agent":     map[string]any{"name": "{{ vars.name }}", "executionMode": "embedded"},
 	}
+}
+
+// provisionBody is a guided provisioning request binding the Secret as the Configuration's TOKEN
+// and as the api_key source.
+func provisionBody(ns, secret string) map[string]any {
+	return map[string]any{"requestId": platform.NewID(platform.PrefixRequest), "name": "provisioned-" + randomSuffix(),
+		"harnessAuth": map[string]any{"method": "api_key", "source": secretRef(ns, secret)},
+		"configuration": map[string]any{"kind": "agent", "values": map[string]any{"agents": map[string]any{}},
+			"secretBindings": map[string]any{"TOKEN": map[string]any{"source": secretRef(ns, secret)}}}}
 }
 
 func secretRef(ns, id string) map[string]any {
@@ -54,7 +66,24 @@ func newResourceFixtures(t *testing.T, e *env, ns string) resourceFixtures {
 	e.grant(f.agentSP, ns, iam.KindSecret, f.secret, perm(iam.ActionOperate, iam.KindSecret))
 	rev := e.expect(e.do(req{method: "POST", path: base + "/agents/" + f.agent + "/deploy", key: e.adminKey}), 202)
 	f.revision = rev.data()["id"].(string)
+	provision := func() string {
+		r := e.expect(e.do(req{method: "POST", path: base + "/agents/provision", key: e.adminKey, body: provisionBody(ns, f.secret)}), 202)
+		return r.data()["provisioning"].(map[string]any)["workId"].(string)
+	}
+	f.provisioning, f.failedProvisioning = provision(), provision()
+	e.exec(`UPDATE occ.agent_provisioning_work SET status = 'failed', error_code = 'AUTHORIZATION_DENIED',
+  error_message = 'The requester may no longer create this configuration.' WHERE id = $1`, f.failedProvisioning)
+	e.exec(`UPDATE occ.controller_work SET state = 'failed_permanent', completed_at = now(), reason_code = 'AUTHORIZATION_DENIED'
+ WHERE idempotency_key = $1`, platform.ProvisioningWorkKey(f.failedProvisioning, 1))
 	return f
+}
+
+// ownProvisioning hands a fixture provisioning to the matrix's permitted caller: only its
+// requester may read or retry a provisioning.
+func ownProvisioning(e *env, id string) func(callerID string) {
+	return func(callerID string) {
+		e.exec(`UPDATE occ.agent_provisioning_work SET actor_id = $1 WHERE id = $2`, callerID, id)
+	}
 }
 
 func exactGrant(ns, kind, id, action string) grantSpec {
@@ -65,7 +94,7 @@ func collectionGrant(ns, kind string) grantSpec {
 	return grantSpec{namespace: ns, kind: kind, id: ns, perm: perm(iam.ActionCreate, kind)}
 }
 
-func (f resourceFixtures) cases(ns string) map[string]func() matrixCase {
+func (f resourceFixtures) cases(e *env, installationID, ns string) map[string]func() matrixCase {
 	base := "/namespaces/" + ns
 	nsRead := namespaceGrant(ns, iam.ActionRead)
 	operateSecret := exactGrant(ns, iam.KindSecret, f.secret, iam.ActionOperate)
@@ -76,7 +105,20 @@ func (f resourceFixtures) cases(ns string) map[string]func() matrixCase {
 			return matrixCase{method: method, path: base + path, body: body, need: need, success: success}
 		}
 	}
+	provisionPath := []grantSpec{collectionGrant(ns, iam.KindAgent), collectionGrant(ns, iam.KindConfiguration)}
 	return map[string]func() matrixCase{
+		"POST /namespaces/{namespaceId}/agents/provision": func() matrixCase {
+			return matrixCase{method: "POST", path: base + "/agents/provision", success: 202, body: provisionBody(ns, f.secret),
+				need: append(provisionPath, installationGrant(installationID, iam.ActionAdminister), nsRead, operateSecret)}
+		},
+		"GET /namespaces/{namespaceId}/agents/provision/{workId}": func() matrixCase {
+			return matrixCase{method: "GET", path: base + "/agents/provision/" + f.provisioning, success: 200, need: provisionPath,
+				owned: ownProvisioning(e, f.provisioning)}
+		},
+		"POST /namespaces/{namespaceId}/agents/provision/{workId}/retry": func() matrixCase {
+			return matrixCase{method: "POST", path: base + "/agents/provision/" + f.failedProvisioning + "/retry", success: 202, need: provisionPath,
+				owned: ownProvisioning(e, f.failedProvisioning)}
+		},
 		"POST /namespaces/{namespaceId}/configurations": c("POST", "/configurations",
 			map[string]any{"kind": "agent", "values": map[string]any{}, "secretBindings": map[string]any{"A": map[string]any{"source": secretRef(ns, f.secret)}}},
 			201, collectionGrant(ns, iam.KindConfiguration), operateSecret),

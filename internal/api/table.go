@@ -472,7 +472,7 @@ var routeTable = append(append([]*Route{
 		PathParams: map[string]*schema.Schema{"namespaceId": namespaceIDParam, "servicePrincipalId": opaqueParam}, Tx: TxRead,
 		Success: http.StatusOK, Response: servicePrincipalSchema, Handler: (*Server).getServicePrincipal,
 	},
-}, resourceRoutes...), append(runtimeRoutes, signInRoutes...)...)
+}, append(resourceRoutes, provisioningRoutes...)...), append(runtimeRoutes, signInRoutes...)...)
 
 // prepareRoutes compiles the table's schemas once (patterns, format checks).
 var prepareRoutes = sync.OnceFunc(func() {

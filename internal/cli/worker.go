@@ -54,6 +54,10 @@ func runWorker(ctx context.Context, env Env) error {
 	if err != nil {
 		return startupConfigFailure(env, workerService, workerStartupError, err)
 	}
+	configurations, _, err := storageDrivers(icfg, cfg.Mode, env.Lookup)
+	if err != nil {
+		return startupConfigFailure(env, workerService, workerStartupError, err)
+	}
 	logOut, stopExport, err := logOutput(env, cfg.LogExport, workerService)
 	if err != nil {
 		return fail(codeWorkerStartup, "The log export could not be started.")
@@ -87,7 +91,7 @@ func runWorker(ctx context.Context, env Env) error {
 
 	q := queue.New(pool, queue.Options{MaxAttempts: cfg.MaxAttempts, LeaseDuration: cfg.LeaseDuration})
 	w, err := worker.New(worker.Config{
-		Pool: pool, Queue: q, Compute: compute, IAMDriverID: icfg.IAM.ID, SecretDriverID: icfg.Secret.ID,
+		Pool: pool, Queue: q, Compute: compute, Configurations: configurations, IAMDriverID: icfg.IAM.ID, SecretDriverID: icfg.Secret.ID,
 		InstallationID: installationID,
 		Concurrency:    cfg.Concurrency, PollInterval: cfg.PollInterval, ConvergenceTimeout: cfg.ConvergenceTimeout,
 		DatabaseTimeout: cfg.DatabaseTimeout, Logger: log, Metrics: recorder,

@@ -9,6 +9,7 @@ import (
 // kindLabels name the kinds that keep a Namespace from being deleted, in the order they are listed.
 var kindLabels = []struct{ kind, label string }{
 	{"agent", "Agents"}, {"configuration", "Configurations"}, {"service_account", "ServiceAccounts"}, {"secret", "Secrets"}, {"preset", "Presets"},
+	{"agent_provisioning", "queued provisionings"},
 }
 
 // NamespaceRemainsMessage lists what keeps a Namespace from being deleted: every remaining kind

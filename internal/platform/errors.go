@@ -48,6 +48,10 @@ const (
 	CodeRuntimeLogsUnavailable        = "RUNTIME_LOGS_UNAVAILABLE"
 	CodeRuntimeLogsTimeout            = "RUNTIME_LOGS_TIMEOUT"
 	CodeRuntimeDiagnosticsUnsupported = "RUNTIME_DIAGNOSTICS_UNSUPPORTED"
+	// Guided provisioning (ours): a requestId repeated with another body, and a retry of a
+	// provisioning that has not failed.
+	CodeProvisioningRequestConflict = "PROVISIONING_REQUEST_CONFLICT"
+	CodeProvisioningNotFailed       = "PROVISIONING_NOT_FAILED"
 )
 
 // Fixed messages for errors whose cause must never reach the client.
@@ -93,6 +97,8 @@ var statusByCode = map[string]int{
 	CodeRuntimeLogsUnavailable:        http.StatusServiceUnavailable,
 	CodeRuntimeLogsTimeout:            http.StatusGatewayTimeout,
 	CodeRuntimeDiagnosticsUnsupported: http.StatusConflict,
+	CodeProvisioningRequestConflict:   http.StatusConflict,
+	CodeProvisioningNotFailed:         http.StatusConflict,
 }
 
 // Codes returns every error code the API answers with, in a stable order.
@@ -105,7 +111,7 @@ func Codes() []string {
 		CodeAuthorizationPending, CodeSlowDown, CodeAccessDenied, CodeExpiredToken, CodeCLISessionLimit,
 		CodeRuntimeLogsCursorInvalid, CodeRuntimeLogsPodInvalid, CodeRuntimeLogsSourceUnavailable,
 		CodeRuntimeLogsRateLimited, CodeRuntimeLogsClusterRBAC, CodeRuntimeLogsUnavailable, CodeRuntimeLogsTimeout,
-		CodeRuntimeDiagnosticsUnsupported,
+		CodeRuntimeDiagnosticsUnsupported, CodeProvisioningRequestConflict, CodeProvisioningNotFailed,
 	}
 }
 

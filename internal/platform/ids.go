@@ -26,6 +26,8 @@ const (
 	PrefixServicePrincipal = "spn"
 	PrefixRequest          = "req"
 	PrefixAccount          = "usr"
+	// PrefixProvisioning names a guided provisioning record (its workId; ours).
+	PrefixProvisioning = "apw"
 )
 
 var prefixedID = regexp.MustCompile(`^([a-z]+)_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)

@@ -429,6 +429,8 @@ const (
 	OpAgentDelete          Operation = "agent.delete"
 	OpRevisionReconcile    Operation = "agent_revision.reconcile"
 	OpCredentialWithdrawal Operation = "agent_revision.credential_withdrawal"
+	// OpAgentProvision runs the steps of a guided provisioning request (work kind provisioning).
+	OpAgentProvision Operation = "agent.provision"
 )
 
 // operations is the one table of the work vocabulary: every operation with its metric label
@@ -444,6 +446,7 @@ var operations = []struct {
 	{OpAgentStop, "agent_stop"},
 	{OpAgentDelete, "agent_delete"},
 	{OpCredentialWithdrawal, "agent_credential_withdrawal"},
+	{OpAgentProvision, "agent_provision"},
 }
 
 // Operations lists every operation, in table order.
@@ -477,6 +480,8 @@ func MetricKinds() []string {
 // OperationOf classifies a work row by its shape.
 func OperationOf(w Work) Operation {
 	switch {
+	case w.Kind == "provisioning":
+		return OpAgentProvision
 	case w.RevisionID != nil && w.AgentTarget != nil && *w.AgentTarget == "credentials_withdrawn":
 		return OpCredentialWithdrawal
 	case w.RevisionID != nil:

@@ -57,6 +57,12 @@ func GetAgent(ctx context.Context, db DBTX, namespaceID, id string, lock RowLock
 		namespaceID, id))
 }
 
+// GetAgentByName reads the Agent of the Namespace with that name; ErrNotFound when absent.
+func GetAgentByName(ctx context.Context, db DBTX, namespaceID, name string) (AgentRow, error) {
+	return oneAgent(db.Query(ctx, `SELECT `+agentColumns+` FROM occ.agents a WHERE a.namespace_id = $1 AND a.name = $2`,
+		namespaceID, name))
+}
+
 // ListAgents returns up to limit Agents of the Namespace ordered by creation, after the cursor.
 func ListAgents(ctx context.Context, db DBTX, namespaceID string, after *Cursor, limit int) ([]AgentRow, error) {
 	at, id := cursorArgs(after)

@@ -68,7 +68,7 @@ type NamespaceContent struct {
 }
 
 // NamespaceContents lists the resources a Namespace still owns (Agents, Configurations, Service
-// Accounts, Secrets, Presets), at most perKind of each kind, in a stable order.
+// Accounts, Secrets, Presets, and provisionings still queued), at most perKind of each kind, in a stable order.
 func NamespaceContents(ctx context.Context, db DBTX, namespaceID string, perKind int) ([]NamespaceContent, error) {
 	rows, err := db.Query(ctx, `
 (SELECT 'agent', id FROM occ.agents WHERE namespace_id = $1 ORDER BY id LIMIT $2)
@@ -79,7 +79,12 @@ UNION ALL
 UNION ALL
 (SELECT 'secret', id FROM occ.secrets WHERE namespace_id = $1 ORDER BY id LIMIT $2)
 UNION ALL
-(SELECT 'preset', id FROM occ.presets WHERE namespace_id = $1 ORDER BY id LIMIT $2)`, namespaceID, perKind)
+(SELECT 'preset', id FROM occ.presets WHERE namespace_id = $1 ORDER BY id LIMIT $2)
+UNION ALL
+(SELECT 'agent_provisioning', p.id FROM occ.agent_provisioning_work p WHERE p.namespace_id = $1 AND p.status = 'queued'
+   AND NOT EXISTS (SELECT 1 FROM occ.controller_work w
+                    WHERE w.idempotency_key = 'agent_provisioning:' || p.id || ':' || p.run AND w.state = 'failed_permanent')
+  ORDER BY p.id LIMIT $2)`, namespaceID, perKind)
 	if err != nil {
 		return nil, err
 	}

@@ -33,10 +33,13 @@ type Recorder interface {
 
 // Config is what a Worker needs; the cli builds it from settings and the startup YAML.
 type Config struct {
-	Pool        *pgxpool.Pool
-	Queue       *queue.Queue
-	Compute     driver.Compute
-	IAMDriverID string
+	Pool    *pgxpool.Pool
+	Queue   *queue.Queue
+	Compute driver.Compute
+	// Configurations is the selected Configuration Driver: guided provisioning writes and reads
+	// Configuration documents through it. Without one, provisioning steps that need it retry.
+	Configurations driver.Configuration
+	IAMDriverID    string
 	// SecretDriverID is the worker's selected Secret Driver; a revision admitted with another one
 	// consumes Secrets this worker cannot vouch for (SECRET_DRIVER_MISMATCH). Empty skips the check.
 	SecretDriverID     string
@@ -374,6 +377,7 @@ var passes = map[queue.Operation]passFunc{
 	queue.OpAgentStop:         (*Worker).agentStopPass,
 	queue.OpAgentDelete:       (*Worker).agentDeletePass,
 	queue.OpRevisionReconcile: (*Worker).revisionReconcile,
+	queue.OpAgentProvision:    (*Worker).provisionPass,
 }
 
 // dispatch picks the pass for a claimed row by its operation.

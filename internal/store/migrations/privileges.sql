@@ -54,6 +54,10 @@ GRANT SELECT, INSERT ON occ.controller_work TO {{app_role}};
 GRANT UPDATE (state, available_at, attempt_count, claim_token, lease_expires_at, completed_at,
               updated_at, reason_code, result_data) ON occ.controller_work TO {{app_role}};
 
+GRANT SELECT, INSERT ON occ.agent_provisioning_work TO {{app_role}};
+GRANT UPDATE (staged_values, status, phase, run, revision_id, granted_secret_ids, error_code, error_message,
+              updated_at) ON occ.agent_provisioning_work TO {{app_role}};
+
 GRANT SELECT, INSERT ON occ.audit_events TO {{app_role}};
 
 -- Value-rule helpers used by CHECK constraints and queries.
