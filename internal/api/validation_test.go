@@ -35,6 +35,8 @@ func concretePath(template string) string {
 			return "mth_00000000-0000-4000-8000-000000000000"
 		case "{cliSessionId}":
 			return "cls_00000000-0000-4000-8000-000000000000"
+		case "{presetId}":
+			return "pre_00000000-0000-4000-8000-000000000000"
 		default:
 			return "some-id"
 		}
