@@ -110,9 +110,13 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 		return platform.Unavailable(errors.New("api: no Compute Driver is selected"))
 	}
 	if !driver.SupportsHarnessAuth(compute, ha.Method) {
+		way := "select a Compute Driver that can deploy Agents."
+		if driver.SupportsHarnessAuth(compute, platform.HarnessAuthAPIKey) {
+			way = "bind an api_key Secret in the Agent's harnessAuth and deploy again."
+		}
 		return platform.NewError(platform.CodeHarnessAuthUnsupported,
 			"The selected Compute Driver ("+compute.Implementation()+") does not support Harness authentication method "+
-				ha.Method+"; select a Compute Driver that can deploy Agents.")
+				ha.Method+"; "+way)
 	}
 	cfgs, err := s.configurations()
 	if err != nil {

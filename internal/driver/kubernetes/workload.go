@@ -493,7 +493,7 @@ func (d *Compute) harnessDeployment(p *plan, we workloadEnv) kube.Object {
 var fixedEnvNames = []string{
 	"OPENCLAW_CONFIG_PATH", "OPENCLAW_STATE_DIR", "OPENCLAW_GATEWAY_PORT", "OPENCLAW_AGENT_REVISION_ID",
 	"OPENCLAW_POD_UID", "APP_SERVER_URL", "CODEX_HOME", "LOG_FORMAT", "RUST_LOG",
-	"OPENAI_API_KEY", "CODEX_ACCESS_TOKEN",
+	"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CODEX_ACCESS_TOKEN",
 }
 
 // gatewayService is the ClusterIP Service of the gateway, annotated for the revision that last
