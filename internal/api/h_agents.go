@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -17,8 +18,8 @@ import (
 
 // Agents. An Agent is created stopped with its own
 // ServicePrincipal; deploy admits an immutable revision; stop and delete queue Agent work. Plugins,
-// credential sources, repositories, workspace files and Backends are not part of this release: the
-// closed request schemas refuse them (backendId only as null).
+// credential sources, repositories and Backends are not part of this release: the closed request
+// schemas refuse them (backendId only as null). Initial workspace files are staged at creation.
 
 type agentView struct {
 	ID                  string                `json:"id"`
@@ -73,6 +74,28 @@ type agentBody struct {
 	ExecutionMode   *string         `json:"executionMode"`
 	HarnessAuth     json.RawMessage `json:"harnessAuth"`
 	BackendID       json.RawMessage `json:"backendId"`
+	// InitialWorkspaceFiles is create only (the patch schema refuses it).
+	InitialWorkspaceFiles map[string]string `json:"initialWorkspaceFiles"`
+}
+
+// checkWorkspaceFiles applies what the schema cannot say: each file fits 16 KiB in UTF-8 and holds
+// no NUL (the decoder already refused invalid UTF-8 and lone surrogates). The error names the
+// member, never its content.
+func checkWorkspaceFiles(files map[string]string) error {
+	for _, name := range platform.WorkspaceFileNames {
+		content, ok := files[name]
+		if !ok {
+			continue
+		}
+		path := "/initialWorkspaceFiles/" + name
+		if len(content) > platform.MaxWorkspaceFileBytes {
+			return platform.Invalid("Initial workspace file "+name+" is larger than 16 KiB in UTF-8.", path, problem.DetailTooLong)
+		}
+		if strings.ContainsRune(content, 0) {
+			return platform.Invalid("Initial workspace file "+name+" contains a NUL character.", path, problem.DetailInvalidValue)
+		}
+	}
+	return nil
 }
 
 // harnessAuthInput validates a harnessAuth member: runtime takes no source; api_key a Secret;
@@ -195,6 +218,9 @@ func (s *Server) createAgent(ctx context.Context, c *call) error {
 	if err := c.decode(&b); err != nil {
 		return err
 	}
+	if err := checkWorkspaceFiles(b.InitialWorkspaceFiles); err != nil {
+		return err
+	}
 	ha, err := s.harnessAuthInput(ctx, c, b.HarnessAuth)
 	if err != nil {
 		return err
@@ -228,6 +254,23 @@ func (s *Server) createAgent(ctx context.Context, c *call) error {
 		"configurationId": created.ConfigurationID, "executionMode": created.ExecutionMode}
 	if ha != nil {
 		details["harnessAuthMethod"] = ha.Method
+	}
+	if len(b.InitialWorkspaceFiles) > 0 {
+		raw, err := json.Marshal(b.InitialWorkspaceFiles)
+		if err != nil {
+			return platform.Unavailable(err)
+		}
+		if err := store.InsertInitialWorkspaceFiles(ctx, c.tx, created.NamespaceID, created.ID, raw); err != nil {
+			return platform.Unavailable(err)
+		}
+		// The audit names the files, never their content.
+		var names []string
+		for _, name := range platform.WorkspaceFileNames {
+			if _, ok := b.InitialWorkspaceFiles[name]; ok {
+				names = append(names, name)
+			}
+		}
+		details["initialWorkspaceFiles"] = names
 	}
 	if err := c.audit(ctx, auditEvent(nsResource(iam.KindAgent, created.ID, created.NamespaceID), details)); err != nil {
 		return err

@@ -49,6 +49,8 @@ const (
 const (
 	SecretBodyLimit        = 448 << 10
 	ConfigurationBodyLimit = 448 << 10
+	// AgentCreateBodyLimit is upstream's create default: four 16 KiB files with their escaping.
+	AgentCreateBodyLimit = 448 << 10
 )
 
 // Path parameters.
@@ -153,14 +155,17 @@ var (
 		required("method", enum(platform.HarnessAuthRuntime, platform.HarnessAuthAPIKey, platform.HarnessAuthCodexPAT)),
 		optional("source", typedRefSchema),
 	)), "runtime (no source), api_key (a Secret) or codex_pat (a Secret or a ServiceAccount); null clears it.")
-	nullOnly        = describe(&schema.Schema{Type: schema.TypeString, Nullable: true, Enum: []string{}}, "Backends are not available yet: only null.")
-	executionModes  = enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)
-	agentBodySchema = object(
+	nullOnly              = describe(&schema.Schema{Type: schema.TypeString, Nullable: true, Enum: []string{}}, "Backends are not available yet: only null.")
+	executionModes        = enum(platform.ExecutionEmbedded, platform.ExecutionDedicated)
+	workspaceFile         = describe(str(0, platform.MaxWorkspaceFileBytes), "The file's initial content: well-formed Unicode without NUL, at most 16 KiB in UTF-8; \"\" creates an empty file.")
+	initialWorkspaceFiles = describe(object(optional("AGENTS.md", workspaceFile), optional("SOUL.md", workspaceFile), optional("IDENTITY.md", workspaceFile), optional("USER.md", workspaceFile)), "Files written into the Agent's workspace before its first deployment runs, never over a file it has since changed; staged privately and never returned. Omitted or {}: native initialization.")
+	agentBodySchema       = object(
 		required("name", name()),
 		required("configurationId", idOf(platform.PrefixConfiguration)),
 		optional("executionMode", describe(executionModes, "embedded (OpenClaw, default) or dedicated (Codex); immutable.")),
 		optional("harnessAuth", harnessAuthSchema),
 		optional("backendId", nullOnly),
+		optional("initialWorkspaceFiles", initialWorkspaceFiles),
 	)
 	agentPatchSchema = object(
 		required("configurationId", idOf(platform.PrefixConfiguration)),
@@ -368,13 +373,13 @@ var resourceRoutes = []*Route{
 	{
 		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents", Action: ActionAgentsCreate, Tag: "agents",
 		Summary:     "Create an Agent (active, stopped, no revision) with its own ServicePrincipal.",
-		Description: "The Namespace may be provisioning or ready. Plugins, credential sources, repositories, workspace files and Backends are not accepted yet.",
+		Description: "The Namespace may be provisioning or ready. initialWorkspaceFiles are staged privately and applied before the first deployment runs. Plugins, credential sources, repositories and Backends are not accepted yet.",
 		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindAgent),
 			referenced(iam.ActionRead, iam.KindConfiguration, "the Agent's Configuration"),
 			referenced(iam.ActionOperate, iam.KindSecret, "a Secret harnessAuth source"),
 			referenced(iam.ActionRead, iam.KindServiceAccount, "a ServiceAccount harnessAuth source")},
-		PathParams: nsParams(), Body: agentBodySchema, Conflict: true, Tx: TxWrite,
+		PathParams: nsParams(), Body: agentBodySchema, BodyLimit: AgentCreateBodyLimit, Conflict: true, Tx: TxWrite,
 		Success: http.StatusCreated, Response: agentSchema, Handler: (*Server).createAgent,
 	},
 	{

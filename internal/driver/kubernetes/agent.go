@@ -21,6 +21,7 @@ const (
 	stageHarnessAuth          = "harness_auth"
 	stageGatewayConfiguration = "gateway_configuration"
 	stageGatewayConfigMap     = "gateway_config_map"
+	stageWorkspaceSetup       = "workspace_setup_secret"
 	stageServiceAccount       = "gateway_service_account"
 	stageNetworkPolicy        = "gateway_network_policy"
 	stageWorkspaceClaim       = "harness_workspace_claim"
@@ -52,6 +53,7 @@ type plan struct {
 	revOwner   owner // per-revision objects (snapshot ConfigMap, Harness Deployment)
 
 	gateway, agent, harness, snapshot string
+	workspaceSetup                    string // the initial workspace files Secret
 }
 
 func newPlan(rev driver.Revision, namespace string) *plan {
@@ -62,8 +64,9 @@ func newPlan(rev driver.Revision, namespace string) *plan {
 		rev: rev, dedicated: rev.ExecutionMode == driver.ExecutionDedicated, ns: namespace,
 		agentOwner: ao, revOwner: ro,
 		gateway: gatewayName(rev.AgentID), agent: agentName(rev.AgentID),
-		harness:  harnessDeploymentName(rev.AgentID, rev.ID),
-		snapshot: snapshotConfigMapName(rev.AgentID, rev.ID),
+		harness:        harnessDeploymentName(rev.AgentID, rev.ID),
+		snapshot:       snapshotConfigMapName(rev.AgentID, rev.ID),
+		workspaceSetup: workspaceSetupSecretName(rev.AgentID, rev.ID),
 	}
 }
 

@@ -85,6 +85,9 @@ func (d *Compute) apply(ctx context.Context, p *plan, rc driver.RevisionContext)
 	if err := d.ensureSnapshot(ctx, p, document); err != nil {
 		return atStage(stageGatewayConfigMap, err)
 	}
+	if err := d.ensureWorkspaceSetup(ctx, p); err != nil {
+		return atStage(stageWorkspaceSetup, err)
+	}
 	for _, sa := range p.serviceAccounts() {
 		if err := d.ensure(ctx, p, kube.ServiceAccounts, "ServiceAccount", p.agentOwner, sa); err != nil {
 			return atStage(stageServiceAccount, err)
@@ -502,6 +505,9 @@ func (d *Compute) RetireRevision(ctx context.Context, rev driver.Revision) error
 		return err
 	}
 	if err := d.deleteIf(ctx, kube.ConfigMaps, "ConfigMap", p.ns, p.snapshot, p.revOwner, nil); err != nil {
+		return err
+	}
+	if err := d.deleteIf(ctx, kube.Secrets, "Secret", p.ns, p.workspaceSetup, p.revOwner, nil); err != nil {
 		return err
 	}
 	if err := d.deleteIf(ctx, kube.Services, "Service", p.ns, p.gateway, p.agentOwner, forRevision(rev.ID)); err != nil {
