@@ -102,8 +102,13 @@ func (d *Compute) ensureWorkspaceSetup(ctx context.Context, p *plan) error {
 		return classify(err)
 	}
 	want := p.workspaceSetupFiles()
-	if !p.revOwner.owns(v.Metadata) || v.Immutable == nil || !*v.Immutable || v.Metadata.Terminating() ||
-		len(v.Data) != len(want) {
+	if !p.revOwner.owns(v.Metadata) {
+		return ownershipError("Secret", p.workspaceSetup)
+	}
+	if v.Metadata.Terminating() {
+		return errPending
+	}
+	if v.Immutable == nil || !*v.Immutable || len(v.Data) != len(want) {
 		return ownershipError("Secret", p.workspaceSetup)
 	}
 	for name := range want {
