@@ -176,9 +176,26 @@ func TestKubernetesEndToEnd(t *testing.T) {
 	cfgID := s.expect(201, "POST", ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})["id"].(string)
 	secID := s.expect(201, "POST", ns+"/secrets", map[string]any{"name": "openai", "value": secretValue})["id"].(string)
 
+	// On Kubernetes both topologies take the model credential from a Secret; each Agent's own
+	// ServicePrincipal needs operate on it. runtime is refused at admission.
+	role := s.expect(201, "POST", ns+"/iam/roles", map[string]any{"name": "secret-operator",
+		"permissions": []any{map[string]any{"action": "operate", "resourceKind": "secret"}}})["id"].(string)
+	apiKey := map[string]any{"method": "api_key", "source": map[string]any{"kind": "secret", "namespaceId": nsID, "id": secID}}
+	grantSecret := func(agent map[string]any) {
+		s.expect(201, "POST", ns+"/iam/access-bindings", map[string]any{"subjectKind": "identity",
+			"subjectId": agent["servicePrincipalId"], "roleId": role, "resourceKind": "secret", "resourceId": secID})
+	}
+	refused := s.expect(201, "POST", ns+"/agents", map[string]any{"name": "host-auth", "configurationId": cfgID,
+		"harnessAuth": map[string]any{"method": "runtime"}})
+	if st, body := s.client.call("POST", ns+"/agents/"+refused["id"].(string)+"/deploy", nil); st != 409 || fmt.Sprint(body["error"].(map[string]any)["code"]) != "HARNESS_AUTH_UNSUPPORTED" {
+		t.Fatalf("deploying runtime on Kubernetes: %d %v", st, body)
+	}
+	s.expect(202, "DELETE", ns+"/agents/"+refused["id"].(string), nil)
+
 	// Embedded OpenClaw: deploy, then redeploy (Recreate), the predecessor is retired.
 	embedded := s.expect(201, "POST", ns+"/agents", map[string]any{"name": "embedded", "configurationId": cfgID,
-		"harnessAuth": map[string]any{"method": "runtime"}})
+		"harnessAuth": apiKey})
+	grantSecret(embedded)
 	embeddedID := embedded["id"].(string)
 	embeddedPath := ns + "/agents/" + embeddedID
 	rev1 := s.deployAndWait(t, embeddedPath)
@@ -205,13 +222,10 @@ func TestKubernetesEndToEnd(t *testing.T) {
 
 	// Dedicated Codex with an API key Secret: never two revisions at once.
 	dedicated := s.expect(201, "POST", ns+"/agents", map[string]any{"name": "codex", "configurationId": cfgID, "executionMode": "dedicated",
-		"harnessAuth": map[string]any{"method": "api_key", "source": map[string]any{"kind": "secret", "namespaceId": nsID, "id": secID}}})
+		"harnessAuth": apiKey})
 	dedicatedID := dedicated["id"].(string)
 	dedicatedPath := ns + "/agents/" + dedicatedID
-	role := s.expect(201, "POST", ns+"/iam/roles", map[string]any{"name": "secret-operator",
-		"permissions": []any{map[string]any{"action": "operate", "resourceKind": "secret"}}})["id"].(string)
-	s.expect(201, "POST", ns+"/iam/access-bindings", map[string]any{"subjectKind": "identity",
-		"subjectId": dedicated["servicePrincipalId"], "roleId": role, "resourceKind": "secret", "resourceId": secID})
+	grantSecret(dedicated)
 
 	watch := s.watchHarnessRevisions(t, kns, dedicatedID)
 	d1 := s.deployAndWait(t, dedicatedPath)
@@ -420,9 +434,14 @@ func TestKubernetesAPIServerOutageDuringDeployment(t *testing.T) {
 	ns := "/namespaces/" + s.inst.defaultNS
 	kns := s.tenantNamespace(t, s.inst.defaultNS)
 	cfgID := s.expect(201, "POST", ns+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}})["id"].(string)
+	secID := s.expect(201, "POST", ns+"/secrets", map[string]any{"name": "openai", "value": "sk-outage-value"})["id"].(string)
 	agent := s.expect(201, "POST", ns+"/agents", map[string]any{"name": "outage", "configurationId": cfgID,
-		"harnessAuth": map[string]any{"method": "runtime"}})
+		"harnessAuth": map[string]any{"method": "api_key", "source": map[string]any{"kind": "secret", "namespaceId": s.inst.defaultNS, "id": secID}}})
 	agentPath := ns + "/agents/" + agent["id"].(string)
+	role := s.expect(201, "POST", ns+"/iam/roles", map[string]any{"name": "secret-operator",
+		"permissions": []any{map[string]any{"action": "operate", "resourceKind": "secret"}}})["id"].(string)
+	s.expect(201, "POST", ns+"/iam/access-bindings", map[string]any{"subjectKind": "identity",
+		"subjectId": agent["servicePrincipalId"], "roleId": role, "resourceKind": "secret", "resourceId": secID})
 
 	// Hold the Pod unready so the deployment is pending when the server goes away.
 	c.Kubelet().SetHeld(kns, map[string]string{"openclaw.dev/agent": agent["id"].(string)}, true)

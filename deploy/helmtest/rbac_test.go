@@ -98,13 +98,16 @@ func TestChartRBACIsEnoughForTheDrivers(t *testing.T) {
 		t.Fatalf("secret resolve: %v", err)
 	}
 
+	// Embedded OpenClaw on Kubernetes takes its model credential from the Secret just created.
 	rev := drivertest.NewRevision(compute, ns.ID)
+	rev.HarnessAuthMethod = driver.HarnessAuthAPIKey
+	rc := driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthAPIKey, SecretID: identity.ID, Ref: &ref}}
 	wait.Until(t, wait.Long, "revision ready", func() (bool, error) {
-		r, err := compute.PrepareRevision(ctx, rev, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}})
+		r, err := compute.PrepareRevision(ctx, rev, rc)
 		return r.Ready, err
 	})
 	if a, ok := compute.(driver.Activator); ok {
-		if err := a.ActivateRevision(ctx, rev, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}}); err != nil {
+		if err := a.ActivateRevision(ctx, rev, rc); err != nil {
 			t.Fatalf("activate: %v", err)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 // ServicePrincipal; deploy admits an immutable revision; stop and delete queue Agent work. Plugins,
 // plugin approvers, repositories, workspace defaults and Backends are not part of this release:
 // their upstream members are accepted in their empty forms and refused otherwise
-// (FEATURE_NOT_AVAILABLE), so that upstream's clients, which send the empty forms, work here.
+// (FEATURE_NOT_AVAILABLE), so that upstream's clients, which send the empty forms, work here. Initial workspace files are staged at creation.
 
 type agentView struct {
 	ID                  string                `json:"id"`
@@ -82,6 +82,9 @@ type agentBody struct {
 	RepositoryBindings  json.RawMessage `json:"repositoryBindings"`
 	RepositoryAccess    json.RawMessage `json:"repositoryAccess"`
 	WorkspaceDefaultsID json.RawMessage `json:"workspaceDefaultsId"`
+
+	// InitialWorkspaceFiles is create only (the patch schema refuses it).
+	InitialWorkspaceFiles map[string]string `json:"initialWorkspaceFiles"`
 }
 
 // refuseUnavailableFeatures answers 400 FEATURE_NOT_AVAILABLE, with a detail at each member, when
@@ -141,6 +144,26 @@ func refuseExecutionModeChange(a store.AgentRow, mode *string) error {
 	return platform.NewError(platform.CodeFeatureNotAvailable,
 		"Changing an Agent's execution mode is not available in this OCC.",
 		problem.Detail{Path: "/executionMode", Code: problem.DetailInvalidValue})
+}
+
+// checkWorkspaceFiles applies what the schema cannot say: each file fits 16 KiB in UTF-8 and holds
+// no NUL (the decoder already refused invalid UTF-8 and lone surrogates). The error names the
+// member, never its content.
+func checkWorkspaceFiles(files map[string]string) error {
+	for _, name := range platform.WorkspaceFileNames {
+		content, ok := files[name]
+		if !ok {
+			continue
+		}
+		path := "/initialWorkspaceFiles/" + name
+		if len(content) > platform.MaxWorkspaceFileBytes {
+			return platform.Invalid("Initial workspace file "+name+" is larger than 16 KiB in UTF-8.", path, problem.DetailTooLong)
+		}
+		if strings.ContainsRune(content, 0) {
+			return platform.Invalid("Initial workspace file "+name+" contains a NUL character.", path, problem.DetailInvalidValue)
+		}
+	}
+	return nil
 }
 
 // harnessAuthInput validates a harnessAuth member: runtime takes no source; api_key a Secret;
@@ -266,6 +289,9 @@ func (s *Server) createAgent(ctx context.Context, c *call) error {
 	if err := b.refuseUnavailableFeatures(); err != nil {
 		return err
 	}
+	if err := checkWorkspaceFiles(b.InitialWorkspaceFiles); err != nil {
+		return err
+	}
 	ha, err := s.harnessAuthInput(ctx, c, b.HarnessAuth)
 	if err != nil {
 		return err
@@ -299,6 +325,23 @@ func (s *Server) createAgent(ctx context.Context, c *call) error {
 		"configurationId": created.ConfigurationID, "executionMode": created.ExecutionMode}
 	if ha != nil {
 		details["harnessAuthMethod"] = ha.Method
+	}
+	if len(b.InitialWorkspaceFiles) > 0 {
+		raw, err := json.Marshal(b.InitialWorkspaceFiles)
+		if err != nil {
+			return platform.Unavailable(err)
+		}
+		if err := store.InsertInitialWorkspaceFiles(ctx, c.tx, created.NamespaceID, created.ID, raw); err != nil {
+			return platform.Unavailable(err)
+		}
+		// The audit names the files, never their content.
+		var names []string
+		for _, name := range platform.WorkspaceFileNames {
+			if _, ok := b.InitialWorkspaceFiles[name]; ok {
+				names = append(names, name)
+			}
+		}
+		details["initialWorkspaceFiles"] = names
 	}
 	if err := c.audit(ctx, auditEvent(nsResource(iam.KindAgent, created.ID, created.NamespaceID), details)); err != nil {
 		return err

@@ -110,9 +110,13 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 		return platform.Unavailable(errors.New("api: no Compute Driver is selected"))
 	}
 	if !driver.SupportsHarnessAuth(compute, ha.Method) {
+		way := "select a Compute Driver that can deploy Agents."
+		if driver.SupportsHarnessAuth(compute, platform.HarnessAuthAPIKey) {
+			way = "bind an api_key Secret in the Agent's harnessAuth and deploy again."
+		}
 		return platform.NewError(platform.CodeHarnessAuthUnsupported,
 			"The selected Compute Driver ("+compute.Implementation()+") does not support Harness authentication method "+
-				ha.Method+"; select a Compute Driver that can deploy Agents.")
+				ha.Method+"; "+way)
 	}
 	cfgs, err := s.configurations()
 	if err != nil {
@@ -138,6 +142,16 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 	if len(bindings) > 0 {
 		spec.SecretBindings = bindings
 	}
+	// The first revision takes the files staged at creation; the staging row goes with it.
+	staged, err := store.TakeInitialWorkspaceFiles(ctx, c.tx, a.NamespaceID, a.ID)
+	if err != nil {
+		return platform.Unavailable(err)
+	}
+	if staged != nil {
+		if err := json.Unmarshal(staged, &spec.InitialWorkspaceFiles); err != nil {
+			return platform.Unavailable(err)
+		}
+	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return platform.Unavailable(err)
@@ -159,6 +173,9 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 	details := map[string]any{"revisionId": rev.ID, "revision": rev.Number, "workId": key,
 		"configurationId": cfg.ID, "configurationGeneration": cfg.Generation, "harnessAuthMethod": ha.Method,
 		"computeDriverId": compute.ID(), "secretIds": secretIDs}
+	if staged != nil {
+		details["initialWorkspaceFiles"] = true // applied by this revision; never their content
+	}
 	if err := c.audit(ctx, auditEvent(nsResource(iam.KindAgent, a.ID, a.NamespaceID), details)); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
+	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -183,6 +184,15 @@ func (s *Server) provisionAgent(ctx context.Context, c *call) error {
 	}
 
 	// The Agent create rules, then the Configuration create rules, then what deploy will need.
+	if err := ab.refuseUnavailableFeatures(); err != nil {
+		return err
+	}
+	if len(ab.InitialWorkspaceFiles) > 0 {
+		// The worker's Agent step does not stage them yet: refused rather than dropped.
+		return platform.NewError(platform.CodeFeatureNotAvailable,
+			"Initial workspace files are not available in guided provisioning yet: create the Agent with POST /namespaces/{namespaceId}/agents.",
+			problem.Detail{Path: "/initialWorkspaceFiles", Code: problem.DetailInvalidValue})
+	}
 	ha, err := s.harnessAuthInput(ctx, c, ab.HarnessAuth)
 	if err != nil {
 		return err

@@ -318,3 +318,29 @@ func TestProvisionBodyIsTheCreateBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestProvisioningRefusesWhatItWouldDrop: members the provisioning steps cannot carry yet are
+// refused with FEATURE_NOT_AVAILABLE, never accepted and lost; their empty forms pass.
+func TestProvisioningRefusesWhatItWouldDrop(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ns := e.readyNamespace("provision-drop")
+	base := "/namespaces/" + ns
+	secret := e.expect(e.admin("POST", base+"/secrets", map[string]any{"name": "model-key", "value": "provisioning-drop-5678"}), 201).data()["id"].(string)
+	for member, value := range map[string]any{
+		"initialWorkspaceFiles": map[string]any{"AGENTS.md": "# Agent"},
+		"plugins":               map[string]any{"slack": map[string]any{}},
+	} {
+		body := provisionBody(ns, secret)
+		body[member] = value
+		if r := e.admin("POST", base+"/agents/provision", body); r.status != 400 || r.errCode() != "FEATURE_NOT_AVAILABLE" || !r.hasDetail("/"+member, "INVALID_VALUE") {
+			t.Errorf("%s: %d %s", member, r.status, r.raw)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM occ.agent_provisioning_work WHERE namespace_id = $1`, ns); n != 0 {
+		t.Fatalf("%d provisionings recorded for refused requests", n)
+	}
+	body := provisionBody(ns, secret)
+	body["plugins"], body["initialWorkspaceFiles"] = map[string]any{}, map[string]any{}
+	e.expect(e.admin("POST", base+"/agents/provision", body), 202)
+}

@@ -57,6 +57,8 @@ const (
 	ConfigurationBodyLimit = 448 << 10
 	// PresetBodyLimit is upstream's 1 MiB template with room for its name and envelope.
 	PresetBodyLimit = preset.MaxBytes + 16<<10
+	// AgentCreateBodyLimit is upstream's create default: four 16 KiB files with their escaping.
+	AgentCreateBodyLimit = 448 << 10
 )
 
 // Path parameters.
@@ -192,11 +194,14 @@ var (
 		optional("workspaceDefaultsId", describe(nullable(pattern(`^[a-f0-9]{64}$`, 64)),
 			"Workspace defaults are not available in this OCC: only null.")),
 	}
-	agentBodySchema = object(append([]schema.Property{
+	workspaceFile         = describe(str(0, platform.MaxWorkspaceFileBytes), "The file's initial content: well-formed Unicode without NUL, at most 16 KiB in UTF-8; \"\" creates an empty file.")
+	initialWorkspaceFiles = describe(object(optional("AGENTS.md", workspaceFile), optional("SOUL.md", workspaceFile), optional("IDENTITY.md", workspaceFile), optional("USER.md", workspaceFile)), "Files written into the Agent's workspace before its first deployment runs, never over a file it has since changed; staged privately and never returned. Omitted or {}: native initialization.")
+	agentBodySchema       = object(append([]schema.Property{
 		required("name", name()),
 		required("configurationId", idOf(platform.PrefixConfiguration)),
 		optional("executionMode", describe(executionModes, "embedded (OpenClaw, default) or dedicated (Codex); immutable.")),
 		optional("harnessAuth", harnessAuthSchema),
+		optional("initialWorkspaceFiles", initialWorkspaceFiles),
 	}, unavailableAgentMembers...)...)
 	agentPatchSchema = object(append([]schema.Property{
 		required("configurationId", idOf(platform.PrefixConfiguration)),
@@ -443,14 +448,14 @@ var resourceRoutes = []*Route{
 	{
 		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents", Action: ActionAgentsCreate, OperationID: "createAgent", Tag: "Agents",
 		Summary: "Create an Agent (active, stopped, no revision) with its own ServicePrincipal.",
-		Description: "The Namespace may be provisioning or ready. Plugins, plugin approvers, repositories, workspace defaults and " +
+		Description: "The Namespace may be provisioning or ready. initialWorkspaceFiles are staged privately and applied before the first deployment runs. Plugins, plugin approvers, repositories, workspace defaults and " +
 			"Backends are not available in this OCC: their empty forms ({}, [], null) are accepted, any other value is 400 FEATURE_NOT_AVAILABLE.",
 		Auth: auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
 		Permissions: []Permission{nsCollection(iam.ActionCreate, iam.KindAgent),
 			referenced(iam.ActionRead, iam.KindConfiguration, "the Agent's Configuration"),
 			referenced(iam.ActionOperate, iam.KindSecret, "a Secret harnessAuth source"),
 			referenced(iam.ActionRead, iam.KindServiceAccount, "a ServiceAccount harnessAuth source")},
-		PathParams: nsParams(), Body: agentBodySchema, Conflict: true, Tx: TxWrite,
+		PathParams: nsParams(), Body: agentBodySchema, BodyLimit: AgentCreateBodyLimit, Conflict: true, Tx: TxWrite,
 		Success: http.StatusCreated, Response: agentSchema, Handler: (*Server).createAgent,
 	},
 	{

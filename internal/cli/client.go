@@ -433,6 +433,9 @@ func (s *clientSession) hintFor(e *apiError) string {
 	switch {
 	case e.Status == http.StatusUnauthorized && s.creds != nil:
 		return s.creds.unauthorizedHint(s)
+	case e.Code == codeHarnessAuthUnsupported && strings.Contains(e.Message, "api_key Secret"):
+		return "this Compute Driver (Kubernetes) takes the model credential from a Secret: " +
+			"occ agent update NAME --auth api_key --secret SECRET (dedicated Codex also takes --auth codex_pat), then deploy again."
 	case e.Code == codeHarnessAuthUnsupported:
 		return "this OCC's Compute Driver cannot deploy Agents. Locally, restart occ dev with --compute simulated " +
 			"(simulated Agents) or --compute kubernetes --kubeconfig FILE --context NAME --gateway-image REF --agent-image REF; " +

@@ -361,7 +361,7 @@ var computeChoice = map[string]struct{ can, cannot string }{
 	devComputeDocker: {"every Namespace gets its own Docker network",
 		"deploy Agents (a deploy answers 409 HARNESS_AUTH_UNSUPPORTED)"},
 	devComputeKubernetes: {"Namespaces and Agents run on the cluster, Secrets live in it",
-		"work without a cluster that can pull the images"},
+		"work without a cluster that can pull the images, or deploy --auth runtime Agents (bind an api_key Secret)"},
 }
 
 // otherComputes is the banner's "choose another" sentence.

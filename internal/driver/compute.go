@@ -104,9 +104,16 @@ type Revision struct {
 	HarnessAuthMethod string
 	// Spec is the native configuration snapshot of the revision (a JSON object).
 	Spec json.RawMessage
+	// InitialWorkspaceFiles are the workspace files staged at Agent creation, by file name
+	// (WorkspaceFileNames); only the Agent's first revision carries them. The driver writes each into
+	// the Agent's workspace before the Harness first runs, never over a file that exists there.
+	InitialWorkspaceFiles map[string]string
 	// CreatedAt is the admission time of the revision.
 	CreatedAt time.Time
 }
+
+// WorkspaceFileNames are the files initialWorkspaceFiles may name, in the order drivers write them.
+var WorkspaceFileNames = []string{"AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md"}
 
 // SecretRef locates a secret value in its backend. It is a reference, never a value.
 type SecretRef struct {

@@ -12,10 +12,12 @@ import (
 
 // Stable error codes shared by drivers and the worker.
 const (
-	CodeKubernetesAPIUnavailable         = "KUBERNETES_API_UNAVAILABLE"
-	CodeAgentGatewayUnavailable          = "AGENT_GATEWAY_UNAVAILABLE"
-	CodeDockerEngineUnavailable          = "DOCKER_ENGINE_UNAVAILABLE"
-	CodeHarnessAuthenticationUnsupported = "HARNESS_AUTHENTICATION_UNSUPPORTED"
+	CodeKubernetesAPIUnavailable = "KUBERNETES_API_UNAVAILABLE"
+	CodeAgentGatewayUnavailable  = "AGENT_GATEWAY_UNAVAILABLE"
+	CodeDockerEngineUnavailable  = "DOCKER_ENGINE_UNAVAILABLE"
+	// CodeHarnessAuthenticationUnsupported is the same code the API answers at admission, so a
+	// refusal reads the same whether deploy or the worker's prepare made it.
+	CodeHarnessAuthenticationUnsupported = "HARNESS_AUTH_UNSUPPORTED"
 	CodeComputeDriverMismatch            = "COMPUTE_DRIVER_MISMATCH"
 	CodeInvalidDriverObservation         = "INVALID_DRIVER_OBSERVATION"
 	// CodeDriverConfigurationInvalid is the startup code of a configuration that fails its
@@ -175,7 +177,7 @@ func (e *ActivationFailedError) Error() string { return codeAndReason(e.Code, "a
 func (e *ActivationFailedError) ErrorCode() string { return e.Code }
 
 // UnsupportedError refuses something the driver cannot do at all (for example
-// HARNESS_AUTHENTICATION_UNSUPPORTED). Permanent.
+// HARNESS_AUTH_UNSUPPORTED). Permanent.
 type UnsupportedError struct {
 	Code   string
 	Reason string // optional fixed sentence

@@ -42,6 +42,13 @@ const (
 	HarnessAuthCodexPAT = "codex_pat"
 )
 
+// MaxWorkspaceFileBytes bounds one initial workspace file in UTF-8 bytes (upstream's live-file
+// limit, 16 KiB).
+const MaxWorkspaceFileBytes = 16 << 10
+
+// WorkspaceFileNames are the names initialWorkspaceFiles accepts.
+var WorkspaceFileNames = driver.WorkspaceFileNames
+
 // Reference kinds.
 const (
 	RefKindSecret         = "secret"
@@ -95,6 +102,10 @@ type RevisionSpec struct {
 	HarnessAuth             HarnessAuth              `json:"harnessAuth"`
 	SecretDriverID          string                   `json:"secretDriverId,omitempty"`
 	SecretBindings          map[string]SecretBinding `json:"secretBindings,omitempty"`
+	// InitialWorkspaceFiles are the files staged with the Agent at creation; the first revision
+	// takes them (and the staging row goes), later revisions have none. Revision reads never show
+	// them.
+	InitialWorkspaceFiles map[string]string `json:"initialWorkspaceFiles,omitempty"`
 }
 
 // SecretRefs lists every Secret the revision consumes: the harness auth source first, then the
@@ -125,7 +136,7 @@ func (s RevisionSpec) DriverRevision(ref RevisionRef) driver.Revision {
 		Harness:            driver.Harness{ID: s.Harness.ID, Version: s.Harness.Version, Mode: s.Harness.Mode},
 		Compute:            driver.ComputeRef{ID: s.Compute.ID, Implementation: s.Compute.Implementation},
 		ServicePrincipalID: s.ServicePrincipalID, HarnessAuthMethod: s.HarnessAuth.Method,
-		Spec: s.Configuration, CreatedAt: ref.AdmittedAt,
+		Spec: s.Configuration, CreatedAt: ref.AdmittedAt, InitialWorkspaceFiles: s.InitialWorkspaceFiles,
 	}
 }
 

@@ -604,3 +604,33 @@ func TestRevisionAdmittedForAnotherSecretDriverIsRefused(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
+
+// TestInitialWorkspaceFilesReachTheDriver: the files of the first revision's snapshot reach the
+// Compute Driver's prepare, which applies them before activation; a later revision without files
+// leaves the Agent's edits alone.
+func TestInitialWorkspaceFilesReachTheDriver(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ns := h.readyNamespace()
+	f := h.newAgent(ns)
+	sim := simulated.New("compute-simulated", simulated.Config{}, simulated.Options{})
+	first := f.spec()
+	first.InitialWorkspaceFiles = map[string]string{"AGENTS.md": "Answer.\n", "USER.md": ""}
+	rev1 := f.deploy(h.admin, first)
+	h.startAgentWorker(workerOptions{sim: sim}, nil, nil)
+	if st, code := h.waitWork(platform.RevisionWorkKey(rev1)); st != queue.StateSucceeded || code != "REVISION_ACTIVATED" {
+		t.Fatalf("deploy 1: %s %s", st, code)
+	}
+	files, applied := sim.WorkspaceFiles(f.id)
+	if !applied || len(files) != 2 || files["AGENTS.md"] != "Answer.\n" || files["USER.md"] != "" {
+		t.Fatalf("workspace after revision 1: %v (applied %v)", files, applied)
+	}
+	sim.EditWorkspaceFile(f.id, "AGENTS.md", "edited")
+	rev2 := f.deploy(h.admin)
+	if st, code := h.waitWork(platform.RevisionWorkKey(rev2)); st != queue.StateSucceeded || code != "REVISION_ACTIVATED" {
+		t.Fatalf("deploy 2: %s %s", st, code)
+	}
+	if files, _ := sim.WorkspaceFiles(f.id); files["AGENTS.md"] != "edited" {
+		t.Fatalf("revision 2 rewrote the workspace: %v", files)
+	}
+}

@@ -3,7 +3,7 @@
 // Engine. It cannot be selected in production.
 //
 // It refuses every revision: the public deployment API requires Harness authentication and this
-// driver supports none (UnsupportedError HARNESS_AUTHENTICATION_UNSUPPORTED), so Docker cannot
+// driver supports none (UnsupportedError HARNESS_AUTH_UNSUPPORTED), so Docker cannot
 // deploy Agents. StopRevision and RetireRevision are no-ops, because it never starts a revision.
 //
 // # Why no Docker SDK

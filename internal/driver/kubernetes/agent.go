@@ -21,6 +21,7 @@ const (
 	stageHarnessAuth          = "harness_auth"
 	stageGatewayConfiguration = "gateway_configuration"
 	stageGatewayConfigMap     = "gateway_config_map"
+	stageWorkspaceSetup       = "workspace_setup_secret"
 	stageServiceAccount       = "gateway_service_account"
 	stageNetworkPolicy        = "gateway_network_policy"
 	stageWorkspaceClaim       = "harness_workspace_claim"
@@ -52,6 +53,7 @@ type plan struct {
 	revOwner   owner // per-revision objects (snapshot ConfigMap, Harness Deployment)
 
 	gateway, agent, harness, snapshot string
+	workspaceSetup                    string // the initial workspace files Secret
 }
 
 func newPlan(rev driver.Revision, namespace string) *plan {
@@ -62,8 +64,9 @@ func newPlan(rev driver.Revision, namespace string) *plan {
 		rev: rev, dedicated: rev.ExecutionMode == driver.ExecutionDedicated, ns: namespace,
 		agentOwner: ao, revOwner: ro,
 		gateway: gatewayName(rev.AgentID), agent: agentName(rev.AgentID),
-		harness:  harnessDeploymentName(rev.AgentID, rev.ID),
-		snapshot: snapshotConfigMapName(rev.AgentID, rev.ID),
+		harness:        harnessDeploymentName(rev.AgentID, rev.ID),
+		snapshot:       snapshotConfigMapName(rev.AgentID, rev.ID),
+		workspaceSetup: workspaceSetupSecretName(rev.AgentID, rev.ID),
 	}
 }
 
@@ -105,18 +108,18 @@ func checkTopology(rev driver.Revision) error {
 	return nil
 }
 
-// checkHarnessAuth pairs the admitted method with the topology: embedded OpenClaw authenticates
-// through its own runtime configuration (runtime); dedicated Codex needs a Secret-backed model
-// credential (api_key or codex_pat) delivered to the Harness container.
+// checkHarnessAuth pairs the admitted method with the topology, as upstream: embedded OpenClaw
+// takes api_key, dedicated Codex api_key or codex_pat, each with a Secret the kubelet projects into
+// the model-executing container. runtime (host-managed credentials) is refused for every Harness:
+// a Pod has no operator-provided host environment, so it could only start without a credential.
 func checkHarnessAuth(rev driver.Revision, rc driver.RevisionContext) error {
 	method := rev.HarnessAuthMethod
 	if rc.HarnessAuth != nil && rc.HarnessAuth.Method != method {
 		return unsupportedAuth()
 	}
 	switch {
-	case rev.Harness.ID == harnessOpenClaw && method == driver.HarnessAuthRuntime:
-		return nil
-	case rev.Harness.ID == harnessCodex && (method == driver.HarnessAuthAPIKey || method == driver.HarnessAuthCodexPAT):
+	case rev.Harness.ID == harnessOpenClaw && method == driver.HarnessAuthAPIKey,
+		rev.Harness.ID == harnessCodex && (method == driver.HarnessAuthAPIKey || method == driver.HarnessAuthCodexPAT):
 		if rc.HarnessAuth == nil || rc.HarnessAuth.Ref == nil {
 			return &driver.PermanentError{Code: CodeConfigurationInvalid, Reason: "The Harness authentication has no Secret reference."}
 		}
@@ -126,16 +129,17 @@ func checkHarnessAuth(rev driver.Revision, rc driver.RevisionContext) error {
 }
 
 func unsupportedAuth() error {
-	return &driver.UnsupportedError{Code: driver.CodeHarnessAuthenticationUnsupported, Reason: "The Kubernetes Compute Driver does not support this Harness authentication for this Harness."}
+	return &driver.UnsupportedError{Code: driver.CodeHarnessAuthenticationUnsupported, Reason: "The Kubernetes Compute Driver does not support this Harness authentication for this Harness: embedded OpenClaw takes api_key, dedicated Codex api_key or codex_pat, each with a Secret."}
 }
 
 // SupportsHarnessAuth implements driver.HarnessAuthSupport. Admission sees the method only, not
-// the Harness, so every method one supported topology accepts is supported here: runtime (embedded
-// OpenClaw), api_key and codex_pat (dedicated Codex). PrepareRevision refuses a method paired with
-// the other Harness (HARNESS_AUTHENTICATION_UNSUPPORTED).
+// the Harness, so every method one supported topology accepts is supported here: api_key (both)
+// and codex_pat (dedicated Codex). runtime is refused at admission; PrepareRevision refuses it
+// again for a revision admitted before (HARNESS_AUTH_UNSUPPORTED), and refuses codex_pat on
+// embedded OpenClaw.
 func (d *Compute) SupportsHarnessAuth(method string) bool {
 	switch method {
-	case driver.HarnessAuthRuntime, driver.HarnessAuthAPIKey, driver.HarnessAuthCodexPAT:
+	case driver.HarnessAuthAPIKey, driver.HarnessAuthCodexPAT:
 		return true
 	}
 	return false

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -29,6 +30,10 @@ func (d *Compute) PrepareRevision(ctx context.Context, rev driver.Revision, rc d
 	notReady := driver.RevisionReadiness{NamespaceID: rev.NamespaceID, AgentID: rev.AgentID, RevisionID: rev.ID}
 	if !d.pinned(rev) {
 		return notReady, nil
+	}
+	// An ended context ends the call as such, before the checks below could answer for it.
+	if err := ctx.Err(); err != nil {
+		return notReady, err
 	}
 	if err := checkTopology(rev); err != nil {
 		return notReady, atStage(stagePrepareRevision, err)
@@ -79,6 +84,9 @@ func (d *Compute) apply(ctx context.Context, p *plan, rc driver.RevisionContext)
 	}
 	if err := d.ensureSnapshot(ctx, p, document); err != nil {
 		return atStage(stageGatewayConfigMap, err)
+	}
+	if err := d.ensureWorkspaceSetup(ctx, p); err != nil {
+		return atStage(stageWorkspaceSetup, err)
 	}
 	for _, sa := range p.serviceAccounts() {
 		if err := d.ensure(ctx, p, kube.ServiceAccounts, "ServiceAccount", p.agentOwner, sa); err != nil {
@@ -301,20 +309,61 @@ func (d *Compute) checkEnvironment(ctx context.Context, p *plan, rc driver.Revis
 	if ha == nil || ha.Ref == nil {
 		return we, nil
 	}
-	var name string
-	switch ha.Method {
-	case driver.HarnessAuthAPIKey:
-		name = "OPENAI_API_KEY"
-	case driver.HarnessAuthCodexPAT:
-		name = "CODEX_ACCESS_TOKEN"
-	default:
-		return we, nil // runtime authentication carries no Secret
+	name := modelCredentialName(p.rev, ha.Method)
+	if name == "" {
+		return we, nil // checkHarnessAuth refused every method without a Secret
 	}
 	if err := d.checkSecretRef(ctx, p, *ha.Ref); err != nil {
 		return we, atStage(stageHarnessAuth, err)
 	}
 	we.model = []any{secretEnv(name, *ha.Ref)}
 	return we, nil
+}
+
+// modelCredentialName is the variable the model credential is delivered as: CODEX_ACCESS_TOKEN for
+// codex_pat; for api_key, ANTHROPIC_API_KEY when embedded OpenClaw's primary model is an
+// anthropic/ model and OPENAI_API_KEY otherwise (Codex reads only the OpenAI name).
+func modelCredentialName(rev driver.Revision, method string) string {
+	switch method {
+	case driver.HarnessAuthCodexPAT:
+		return "CODEX_ACCESS_TOKEN"
+	case driver.HarnessAuthAPIKey:
+		if rev.Harness.ID == harnessOpenClaw && modelProvider(rev.Spec) == "anthropic" {
+			return "ANTHROPIC_API_KEY"
+		}
+		return "OPENAI_API_KEY"
+	}
+	return ""
+}
+
+// modelProvider is the provider of the native primary model (agents.defaults.model, a
+// "provider/model" string or an object with primary), "" when the document names none.
+func modelProvider(spec json.RawMessage) string {
+	var doc struct {
+		Agents struct {
+			Defaults struct {
+				Model json.RawMessage `json:"model"`
+			} `json:"defaults"`
+		} `json:"agents"`
+	}
+	if json.Unmarshal(spec, &doc) != nil {
+		return ""
+	}
+	var model string
+	if json.Unmarshal(doc.Agents.Defaults.Model, &model) != nil {
+		var obj struct {
+			Primary string `json:"primary"`
+		}
+		if json.Unmarshal(doc.Agents.Defaults.Model, &obj) != nil {
+			return ""
+		}
+		model = obj.Primary
+	}
+	provider, _, ok := strings.Cut(model, "/")
+	if !ok {
+		return ""
+	}
+	return provider
 }
 
 func (d *Compute) checkSecretRef(ctx context.Context, p *plan, ref driver.SecretRef) error {
@@ -456,6 +505,9 @@ func (d *Compute) RetireRevision(ctx context.Context, rev driver.Revision) error
 		return err
 	}
 	if err := d.deleteIf(ctx, kube.ConfigMaps, "ConfigMap", p.ns, p.snapshot, p.revOwner, nil); err != nil {
+		return err
+	}
+	if err := d.deleteIf(ctx, kube.Secrets, "Secret", p.ns, p.workspaceSetup, p.revOwner, nil); err != nil {
 		return err
 	}
 	if err := d.deleteIf(ctx, kube.Services, "Service", p.ns, p.gateway, p.agentOwner, forRevision(rev.ID)); err != nil {

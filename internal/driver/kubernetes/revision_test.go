@@ -24,7 +24,7 @@ func revTestNamespace() driver.Namespace {
 	return driver.Namespace{ID: id, Name: "revision test " + id[3:11]}
 }
 
-// revTestRevision builds revision n of agentID: embedded OpenClaw (runtime auth) or dedicated Codex
+// revTestRevision builds revision n of agentID: embedded OpenClaw (api_key) or dedicated Codex
 // (method api_key or codex_pat).
 func revTestRevision(nsID, agentID string, n int64, dedicated bool, method string) driver.Revision {
 	rev := driver.Revision{
@@ -41,9 +41,17 @@ func revTestRevision(nsID, agentID string, n int64, dedicated bool, method strin
 	} else {
 		rev.ExecutionMode = driver.ExecutionEmbedded
 		rev.Harness = driver.Harness{ID: harnessOpenClaw, Version: "1.0.0", Mode: driver.ExecutionEmbedded}
-		rev.HarnessAuthMethod = driver.HarnessAuthRuntime
+		rev.HarnessAuthMethod = driver.HarnessAuthAPIKey
 	}
 	return rev
+}
+
+// rtModelKey is the RevisionContext of an api_key revision whose model credential is a fresh
+// Secret of the tenant namespace.
+func rtModelKey(t *testing.T, c *kubetest.Cluster, namespace string) driver.RevisionContext {
+	t.Helper()
+	ref := revTestSecret(t, c, namespace, "sk-model-"+uuid.NewString())
+	return driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthAPIKey, SecretID: "sec_model", Ref: &ref}}
 }
 
 func rtAgentID() string { return "agt_" + uuid.NewString() }
@@ -153,6 +161,38 @@ func rtContainerEnv(t *testing.T, deployment kubetest.Object) map[string]kubetes
 	return out
 }
 
+// rtOnlyContainerReads fails unless the Pod template reads Secret secretName in container name
+// alone, by secretKeyRef: never in another or an init container, by envFrom or as a volume.
+func rtOnlyContainerReads(t *testing.T, deployment kubetest.Object, name, secretName string) {
+	t.Helper()
+	spec := kubetest.Object(kubetest.Field(deployment, "spec", "template", "spec").(map[string]any))
+	found := false
+	for _, list := range []string{"initContainers", "containers"} {
+		for _, ctr := range kubetest.Slice(spec, list) {
+			if len(kubetest.Slice(ctr, "envFrom")) > 0 {
+				t.Fatalf("%s %s takes environment from a whole object", list, kubetest.Str(ctr, "name"))
+			}
+			for _, e := range kubetest.Slice(ctr, "env") {
+				if kubetest.Str(e, "valueFrom", "secretKeyRef", "name") != secretName {
+					continue
+				}
+				if list != "containers" || kubetest.Str(ctr, "name") != name {
+					t.Fatalf("%s %s reads the model credential Secret", list, kubetest.Str(ctr, "name"))
+				}
+				found = true
+			}
+		}
+	}
+	for _, v := range kubetest.Slice(spec, "volumes") {
+		if kubetest.Str(v, "secret", "secretName") == secretName {
+			t.Fatalf("the model credential Secret is mounted as volume %s", kubetest.Str(v, "name"))
+		}
+	}
+	if !found {
+		t.Fatalf("container %s does not read the model credential Secret", name)
+	}
+}
+
 func rtWantCode(t *testing.T, err error, code string) {
 	t.Helper()
 	if driver.Code(err) != code {
@@ -217,10 +257,13 @@ func TestRenderGatewayConfig(t *testing.T) {
 
 func TestRevisionCapabilities(t *testing.T) {
 	d := &Compute{id: testComputeID}
-	for _, m := range []string{driver.HarnessAuthRuntime, driver.HarnessAuthAPIKey, driver.HarnessAuthCodexPAT} {
+	for _, m := range []string{driver.HarnessAuthAPIKey, driver.HarnessAuthCodexPAT} {
 		if !d.SupportsHarnessAuth(m) {
 			t.Errorf("SupportsHarnessAuth(%s) = false", m)
 		}
+	}
+	if d.SupportsHarnessAuth(driver.HarnessAuthRuntime) {
+		t.Error("runtime is supported: Kubernetes refuses host-managed Harness credentials at admission")
 	}
 	if d.SupportsHarnessAuth("oauth") || d.SupportsHarnessAuth("") {
 		t.Error("unknown methods are supported")
@@ -241,13 +284,52 @@ func TestRevisionCapabilities(t *testing.T) {
 	noSP := emb
 	noSP.ServicePrincipalID = ""
 	rtWantCode(t, checkTopology(noSP), CodeConfigurationInvalid)
-	wrongAuth := emb
-	wrongAuth.HarnessAuthMethod = driver.HarnessAuthAPIKey
-	rtWantCode(t, checkHarnessAuth(wrongAuth, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthAPIKey, Ref: &driver.SecretRef{}}}), driver.CodeHarnessAuthenticationUnsupported)
-	runtimeCodex := ded
-	runtimeCodex.HarnessAuthMethod = driver.HarnessAuthRuntime
-	rtWantCode(t, checkHarnessAuth(runtimeCodex, driver.RevisionContext{}), driver.CodeHarnessAuthenticationUnsupported)
+	withKey := func(method string) driver.RevisionContext {
+		return driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: method, Ref: &driver.SecretRef{}}}
+	}
+	if err := checkHarnessAuth(emb, withKey(driver.HarnessAuthAPIKey)); err != nil {
+		t.Errorf("embedded api_key: %v", err)
+	}
+	patCodex := ded
+	patCodex.HarnessAuthMethod = driver.HarnessAuthCodexPAT
+	for _, r := range []driver.Revision{ded, patCodex} {
+		if err := checkHarnessAuth(r, withKey(r.HarnessAuthMethod)); err != nil {
+			t.Errorf("dedicated %s: %v", r.HarnessAuthMethod, err)
+		}
+	}
+	patEmbedded := emb
+	patEmbedded.HarnessAuthMethod = driver.HarnessAuthCodexPAT
+	rtWantCode(t, checkHarnessAuth(patEmbedded, withKey(driver.HarnessAuthCodexPAT)), driver.CodeHarnessAuthenticationUnsupported)
+	for _, r := range []driver.Revision{emb, ded} {
+		runtime := r
+		runtime.HarnessAuthMethod = driver.HarnessAuthRuntime
+		rtWantCode(t, checkHarnessAuth(runtime, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}}), driver.CodeHarnessAuthenticationUnsupported)
+		rtWantCode(t, checkHarnessAuth(runtime, driver.RevisionContext{}), driver.CodeHarnessAuthenticationUnsupported)
+	}
+	rtWantCode(t, checkHarnessAuth(emb, withKey(driver.HarnessAuthCodexPAT)), driver.CodeHarnessAuthenticationUnsupported)
 	rtWantCode(t, checkHarnessAuth(ded, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthAPIKey}}), CodeConfigurationInvalid)
+	rtWantCode(t, checkHarnessAuth(emb, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthAPIKey}}), CodeConfigurationInvalid)
+
+	// The api_key variable follows embedded OpenClaw's model provider; Codex reads OpenAI's.
+	anthropic := emb
+	anthropic.Spec = json.RawMessage(`{"agents":{"defaults":{"model":{"primary":"anthropic/claude-sonnet-4"}}}}`)
+	codexAnthropic := ded
+	codexAnthropic.Spec = anthropic.Spec
+	for _, tc := range []struct {
+		rev    driver.Revision
+		method string
+		want   string
+	}{
+		{emb, driver.HarnessAuthAPIKey, "OPENAI_API_KEY"},
+		{anthropic, driver.HarnessAuthAPIKey, "ANTHROPIC_API_KEY"},
+		{codexAnthropic, driver.HarnessAuthAPIKey, "OPENAI_API_KEY"},
+		{ded, driver.HarnessAuthCodexPAT, "CODEX_ACCESS_TOKEN"},
+		{emb, driver.HarnessAuthRuntime, ""},
+	} {
+		if got := modelCredentialName(tc.rev, tc.method); got != tc.want {
+			t.Errorf("modelCredentialName(%s, %s, %s) = %q, want %q", tc.rev.Harness.ID, tc.rev.Spec, tc.method, got, tc.want)
+		}
+	}
 
 	// A revision pinned to another Compute is not ready, and the others refuse it.
 	other := emb
@@ -306,8 +388,10 @@ func TestRevisionEmbeddedDeploy(t *testing.T) {
 	p := newPlan(rev, k8s)
 	secretValue := "sk-test-" + uuid.NewString()
 	ref := revTestSecret(t, c, k8s, secretValue)
+	modelValue := "sk-model-" + uuid.NewString()
+	modelRef := revTestSecret(t, c, k8s, modelValue)
 	rc := driver.RevisionContext{
-		HarnessAuth:       &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime},
+		HarnessAuth:       &driver.HarnessAuthRef{Method: driver.HarnessAuthAPIKey, SecretID: "sec_model", Ref: &modelRef},
 		SecretEnvironment: []driver.SecretEnvironmentRef{{Name: "OPENAI_API_KEY_BINDING", SecretID: "sec_1", Ref: ref}},
 	}
 
@@ -374,6 +458,14 @@ func TestRevisionEmbeddedDeploy(t *testing.T) {
 		envs["OPENAI_API_KEY_BINDING"]["value"] != nil {
 		t.Fatalf("Secret binding env: %v", envs["OPENAI_API_KEY_BINDING"])
 	}
+	// The model credential reaches the gateway (it executes the embedded Harness) by reference only,
+	// and no other container of the Pod.
+	if kubetest.Str(envs["OPENAI_API_KEY"], "valueFrom", "secretKeyRef", "name") != modelRef.Name ||
+		kubetest.Str(envs["OPENAI_API_KEY"], "valueFrom", "secretKeyRef", "key") != modelRef.Key ||
+		envs["OPENAI_API_KEY"]["value"] != nil {
+		t.Fatalf("model credential env: %v", envs["OPENAI_API_KEY"])
+	}
+	rtOnlyContainerReads(t, dep, "gateway", modelRef.Name)
 	var vols []string
 	for _, v := range kubetest.Slice(dep, "spec", "template", "spec", "volumes") {
 		vols = append(vols, kubetest.Str(v, "name"))
@@ -393,6 +485,7 @@ func TestRevisionEmbeddedDeploy(t *testing.T) {
 		t.Fatalf("gateway Pod labels: %v", pod["metadata"])
 	}
 	rtNoValueAnywhere(t, c, k8s, secretValue)
+	rtNoValueAnywhere(t, c, k8s, modelValue)
 
 	// Released: ready only once the EndpointSlice lists the ready Pod.
 	c.Kubelet().SetHeld(k8s, nil, false)
@@ -445,7 +538,7 @@ func TestRevisionEmbeddedRedeploy(t *testing.T) {
 	ns := revTestNamespace()
 	k8s := ensureTestNamespace(t, d, ns)
 	agentID := rtAgentID()
-	rc := driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}}
+	rc := rtModelKey(t, c, k8s)
 	rev1 := revTestRevision(ns.ID, agentID, 1, false, "")
 	rev2 := revTestRevision(ns.ID, agentID, 2, false, "")
 	p1, p2 := newPlan(rev1, k8s), newPlan(rev2, k8s)
@@ -538,6 +631,7 @@ func TestRevisionDedicated(t *testing.T) {
 	if e := rtContainerEnv(t, h)["OPENAI_API_KEY"]; kubetest.Str(e, "valueFrom", "secretKeyRef", "name") != ref.Name {
 		t.Fatalf("Harness model credential: %v", e)
 	}
+	rtOnlyContainerReads(t, h, "harness", ref.Name)
 	gwEnv := rtContainerEnv(t, gw)
 	if _, ok := gwEnv["OPENAI_API_KEY"]; ok {
 		t.Fatal("the dedicated gateway got the model credential")
@@ -653,7 +747,7 @@ func TestRevisionPendingReasons(t *testing.T) {
 	d := newTestCompute(t, c, nil)
 	ns := revTestNamespace()
 	k8s := ensureTestNamespace(t, d, ns)
-	rc := driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}}
+	rc := rtModelKey(t, c, k8s)
 
 	failing := revTestRevision(ns.ID, rtAgentID(), 1, false, "")
 	c.Kubelet().SetFailing(k8s, map[string]string{labelAgent: failing.AgentID}, true)
@@ -683,7 +777,8 @@ func TestRevisionRefusals(t *testing.T) {
 	c := kubetest.Shared(t)
 	d := newTestCompute(t, c, nil)
 	ns := revTestNamespace()
-	rc := driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}}
+	// No Secret can exist before the namespace: the reference is checked only once it does.
+	rc := driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthAPIKey, Ref: &driver.SecretRef{}}}
 	rev := revTestRevision(ns.ID, rtAgentID(), 1, false, "")
 
 	// No tenant namespace yet: pending.
@@ -694,11 +789,36 @@ func TestRevisionRefusals(t *testing.T) {
 		t.Fatalf("stop without a namespace: %v", err)
 	}
 	k8s := ensureTestNamespace(t, d, ns)
+	rc = rtModelKey(t, c, k8s)
+
+	// A revision admitted with runtime before Kubernetes refused it at admission: its next prepare
+	// fails permanently with the admission code, at the Harness stage, before any object exists.
+	for _, dedicated := range []bool{false, true} {
+		admittedEarlier := revTestRevision(ns.ID, rtAgentID(), 1, dedicated, driver.HarnessAuthRuntime)
+		admittedEarlier.HarnessAuthMethod = driver.HarnessAuthRuntime
+		_, err := d.PrepareRevision(context.Background(), admittedEarlier, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}})
+		rtWantCode(t, err, driver.CodeHarnessAuthenticationUnsupported)
+		if !driver.IsPermanent(err) {
+			t.Fatalf("runtime refusal is not permanent: %v", err)
+		}
+		if _, stage := d.DescribePrepareFailure(err); stage != stageHarnessAuth {
+			t.Fatalf("runtime refusal described at %s", stage)
+		}
+		if objs := rtList(t, c, kube.Deployments, k8s, map[string]string{labelAgent: admittedEarlier.AgentID}); len(objs) != 0 {
+			t.Fatalf("a refused runtime revision wrote %d Deployments", len(objs))
+		}
+		rtWantCode(t, d.ActivateRevision(context.Background(), admittedEarlier, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}}), driver.CodeHarnessAuthenticationUnsupported)
+	}
+	// codex_pat belongs to dedicated Codex only.
+	pat := rev
+	pat.HarnessAuthMethod = driver.HarnessAuthCodexPAT
+	_, err := d.PrepareRevision(context.Background(), pat, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthCodexPAT, Ref: rc.HarnessAuth.Ref}})
+	rtWantCode(t, err, driver.CodeHarnessAuthenticationUnsupported)
 
 	// Unsupported topology.
 	odd := rev
 	odd.Harness.Mode, odd.ExecutionMode = driver.ExecutionDedicated, driver.ExecutionDedicated
-	_, err := d.PrepareRevision(context.Background(), odd, rc)
+	_, err = d.PrepareRevision(context.Background(), odd, rc)
 	rtWantCode(t, err, CodeConfigurationInvalid)
 
 	// A Secret reference whose UID no longer matches (the Secret was re-created).
@@ -745,7 +865,7 @@ func TestDeleteAgentRuntimeCredentials(t *testing.T) {
 	d := newTestCompute(t, c, func(cfg *Config) { cfg.GatewayStorageClassName = "standard" })
 	ns := revTestNamespace()
 	k8s := ensureTestNamespace(t, d, ns)
-	rc := driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}}
+	rc := rtModelKey(t, c, k8s)
 	key := revTestSecret(t, c, k8s, "k-"+uuid.NewString())
 	rcCodex := driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthAPIKey, Ref: &key}}
 	gone := revTestRevision(ns.ID, rtAgentID(), 1, true, driver.HarnessAuthAPIKey)
@@ -789,9 +909,9 @@ func TestRevisionAPIServerStopped(t *testing.T) {
 	c := kubetest.Start(t, kubetest.Options{})
 	d := newTestCompute(t, c, func(cfg *Config) { cfg.RequestTimeout = 2 * time.Second })
 	ns := revTestNamespace()
-	ensureTestNamespace(t, d, ns) // registered first: its cleanup runs after the restart below
+	k8s := ensureTestNamespace(t, d, ns) // registered first: its cleanup runs after the restart below
 	rev := revTestRevision(ns.ID, rtAgentID(), 1, false, "")
-	rc := driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}}
+	rc := rtModelKey(t, c, k8s)
 	rtPrepareOnce(t, d, rev, rc)
 
 	c.StopAPIServer(t)

@@ -87,13 +87,13 @@ func TestRuntimeEmbeddedViewsLogsAndEvents(t *testing.T) {
 	secretValue := "occ-secret-" + uuid.NewString()
 	ref := revTestSecret(t, c, k8s, secretValue)
 	rc := driver.RevisionContext{
-		HarnessAuth:       &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime},
+		HarnessAuth:       rtModelKey(t, c, k8s).HarnessAuth,
 		SecretEnvironment: []driver.SecretEnvironmentRef{{Name: "TOOL_CREDENTIAL", SecretID: "sec_1", Ref: ref}},
 	}
 	rev := revTestRevision(ns.ID, rtAgentID(), 1, false, "")
 	rtPrepareReady(t, d, rev, rc)
 	other := revTestRevision(ns.ID, rtAgentID(), 1, false, "")
-	rtPrepareReady(t, d, other, driver.RevisionContext{HarnessAuth: &driver.HarnessAuthRef{Method: driver.HarnessAuthRuntime}})
+	rtPrepareReady(t, d, other, rtModelKey(t, c, k8s))
 	pod := rtPodName(t, c, k8s, rev, roleGateway)
 	otherPod := rtPodName(t, c, k8s, other, roleGateway)
 	r := rtReader(t, c)

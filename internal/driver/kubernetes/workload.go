@@ -442,6 +442,9 @@ func (d *Compute) gatewayDeployment(p *plan, we workloadEnv) kube.Object {
 	}
 	meta := p.revisionAnnotations(p.agentOwner.metadata(p.gateway, p.ns, map[string]string{labelWorkloadRole: roleGateway}))
 	tmpl := podTemplate(podLabels, map[string]string{annotationAgentRevisionID: p.rev.ID}, sa, nodeSelector, container, volumes)
+	if !p.dedicated {
+		tmpl = p.withWorkspaceSetup(tmpl, d.cfg.GatewayImage, resources(d.cfg.GatewayResources), d.embeddedWorkspaceMount(p), embeddedWorkspaceDir)
+	}
 	return deployment(meta, p.gateway, tmpl)
 }
 
@@ -486,6 +489,7 @@ func (d *Compute) harnessDeployment(p *plan, we workloadEnv) kube.Object {
 	}
 	meta := p.revisionAnnotations(p.revOwner.metadata(p.harness, p.ns, map[string]string{labelWorkloadRole: roleAgent}))
 	tmpl := podTemplate(podLabels, map[string]string{annotationAgentRevisionID: p.rev.ID}, p.agent, d.cfg.NodeSelector, container, volumes)
+	tmpl = p.withWorkspaceSetup(tmpl, d.cfg.AgentImage, resources(d.cfg.AgentResources), mount("workspace", dedicatedWorkspaceDir, "workspace", false), dedicatedWorkspaceDir)
 	return deployment(meta, p.harness, tmpl)
 }
 
@@ -493,7 +497,7 @@ func (d *Compute) harnessDeployment(p *plan, we workloadEnv) kube.Object {
 var fixedEnvNames = []string{
 	"OPENCLAW_CONFIG_PATH", "OPENCLAW_STATE_DIR", "OPENCLAW_GATEWAY_PORT", "OPENCLAW_AGENT_REVISION_ID",
 	"OPENCLAW_POD_UID", "APP_SERVER_URL", "CODEX_HOME", "LOG_FORMAT", "RUST_LOG",
-	"OPENAI_API_KEY", "CODEX_ACCESS_TOKEN",
+	"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CODEX_ACCESS_TOKEN",
 }
 
 // gatewayService is the ClusterIP Service of the gateway, annotated for the revision that last

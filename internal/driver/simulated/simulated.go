@@ -2,6 +2,7 @@ package simulated
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -87,12 +88,20 @@ type Driver struct {
 	routed     map[string]string // agent id → revision id
 	faults     map[faultKey][]*faultEntry
 	calls      map[callKey]int
-	history    []Call                 // the latest calls that entered (at most maxHistory), in order
-	readyAfter map[string]int         // revision id → not-ready observations before it may be ready
-	yieldStops map[string]int         // revision id → yielding stops that still end early
-	failStops  map[string]int         // revision id → stops that still fail
-	changed    chan struct{}          // closed and replaced whenever a call enters
-	runtimes   map[string]*simRuntime // revision id → scripted runtime (runtime.go)
+	history    []Call                   // the latest calls that entered (at most maxHistory), in order
+	readyAfter map[string]int           // revision id → not-ready observations before it may be ready
+	yieldStops map[string]int           // revision id → yielding stops that still end early
+	failStops  map[string]int           // revision id → stops that still fail
+	changed    chan struct{}            // closed and replaced whenever a call enters
+	runtimes   map[string]*simRuntime   // revision id → scripted runtime (runtime.go)
+	workspaces map[string]*simWorkspace // agent id → what its workspace would hold
+}
+
+// simWorkspace is an Agent's simulated workspace: the initial files written into it and whether
+// they were applied (the marker a real driver leaves, so they are never written twice).
+type simWorkspace struct {
+	files   map[string]string
+	applied bool
 }
 
 var (
@@ -137,7 +146,55 @@ func New(id string, cfg Config, opts Options) *Driver {
 		yieldStops: make(map[string]int),
 		failStops:  make(map[string]int),
 		changed:    make(chan struct{}),
+		workspaces: make(map[string]*simWorkspace),
 	}
+}
+
+// WorkspaceFiles returns a copy of the files the driver wrote into the Agent's workspace from
+// initial workspace files, and whether it applied any.
+func (d *Driver) WorkspaceFiles(agentID string) (map[string]string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w, ok := d.workspaces[agentID]
+	if !ok {
+		return nil, false
+	}
+	return maps.Clone(w.files), w.applied
+}
+
+// EditWorkspaceFile stands in for the Agent changing a file of its workspace.
+func (d *Driver) EditWorkspaceFile(agentID, name, content string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w := d.workspaces[agentID]
+	if w == nil {
+		w = &simWorkspace{files: map[string]string{}}
+		d.workspaces[agentID] = w
+	}
+	w.files[name] = content
+}
+
+// applyWorkspaceFiles writes the revision's initial files that are absent, once per Agent, as the
+// Kubernetes driver's init container does. The caller holds d.mu.
+func (d *Driver) applyWorkspaceFiles(rev driver.Revision) {
+	if len(rev.InitialWorkspaceFiles) == 0 {
+		return
+	}
+	w := d.workspaces[rev.AgentID]
+	if w == nil {
+		w = &simWorkspace{files: map[string]string{}}
+		d.workspaces[rev.AgentID] = w
+	}
+	if w.applied {
+		return
+	}
+	for _, name := range driver.WorkspaceFileNames {
+		content, ok := rev.InitialWorkspaceFiles[name]
+		if _, exists := w.files[name]; ok && !exists {
+			w.files[name] = content
+		}
+	}
+	w.applied = true
 }
 
 // ID implements driver.Compute.
@@ -463,6 +520,7 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev driver.Revision, _ dri
 		s = &revState{rev: rev, phase: PhasePrepared, preparedAt: now}
 		d.revisions[rev.ID] = s
 	}
+	d.applyWorkspaceFiles(rev)
 	if !s.ready && now.Sub(s.preparedAt) >= d.cfg.RevisionReadyAfter {
 		s.ready = true
 	}
@@ -629,6 +687,11 @@ func (d *Driver) DeleteAgentRuntimeCredentials(ctx context.Context, agent driver
 	f, err := d.enter(ctx, OpDeleteAgentRuntimeCredentials, faultKey{targetAgent, agent.AgentID})
 	if err != nil {
 		return err
+	}
+	if f.Err == nil {
+		d.mu.Lock()
+		delete(d.workspaces, agent.AgentID) // the workspace goes with the Agent's storage
+		d.mu.Unlock()
 	}
 	return f.Err
 }

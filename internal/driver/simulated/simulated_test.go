@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/driver/builtin"
 	"github.com/openclaw/occ/internal/driver/drivertest"
@@ -593,5 +595,48 @@ func TestYieldStopsAndFailStopsAreRecordedInHistory(t *testing.T) {
 	}
 	if (driver.StopOptions{OtherWorkWaiting: waiting}).ShouldYield(ctx) {
 		t.Fatal("ShouldYield without a yield allowed")
+	}
+}
+
+// TestInitialWorkspaceFilesRecorded: the driver records what it would write into the Agent's
+// workspace: the first revision's files once, never over a file the Agent has, and nothing again
+// after the Agent changed them; deleting the Agent's runtime forgets the workspace.
+func TestInitialWorkspaceFilesRecorded(t *testing.T) {
+	t.Parallel()
+	d, _ := newDriver(t, simulated.Config{})
+	ns := drivertest.NewNamespace()
+	ctx := context.Background()
+	if _, err := d.EnsureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	rev1 := drivertest.NewRevision(d, ns.ID)
+	if _, ok := d.WorkspaceFiles(rev1.AgentID); ok {
+		t.Fatal("a workspace before any prepare")
+	}
+	rev1.InitialWorkspaceFiles = map[string]string{"AGENTS.md": "Answer.\n", "USER.md": "", "SOUL.md": "calm"}
+	d.EditWorkspaceFile(rev1.AgentID, "SOUL.md", "the Agent's own") // present before the first run
+	for range 2 {
+		if _, err := d.PrepareRevision(ctx, rev1, driver.RevisionContext{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, applied := d.WorkspaceFiles(rev1.AgentID)
+	if !applied || len(files) != 3 || files["AGENTS.md"] != "Answer.\n" || files["USER.md"] != "" || files["SOUL.md"] != "the Agent's own" {
+		t.Fatalf("workspace %v (applied %v)", files, applied)
+	}
+	d.EditWorkspaceFile(rev1.AgentID, "AGENTS.md", "edited")
+	again := rev1
+	again.ID, again.Number = "rev_"+uuid.NewString(), 2
+	if _, err := d.PrepareRevision(ctx, again, driver.RevisionContext{}); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := d.WorkspaceFiles(rev1.AgentID); files["AGENTS.md"] != "edited" {
+		t.Fatalf("applied twice: %v", files)
+	}
+	if err := d.DeleteAgentRuntimeCredentials(ctx, driver.AgentRef{NamespaceID: ns.ID, AgentID: rev1.AgentID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.WorkspaceFiles(rev1.AgentID); ok {
+		t.Fatal("the workspace outlived the Agent")
 	}
 }

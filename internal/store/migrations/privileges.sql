@@ -49,6 +49,7 @@ GRANT SELECT, INSERT ON occ.agents TO {{app_role}};
 GRANT UPDATE (name, configuration_id, backend_id, harness_auth, plugins, plugin_approvers, status,
               desired_runtime_state, active_revision_id, updated_at) ON occ.agents TO {{app_role}};
 GRANT SELECT, INSERT ON occ.agent_revisions TO {{app_role}};
+GRANT SELECT, INSERT, DELETE ON occ.agent_initial_workspace_files TO {{app_role}};
 
 GRANT SELECT, INSERT ON occ.controller_work TO {{app_role}};
 GRANT UPDATE (state, available_at, attempt_count, claim_token, lease_expires_at, completed_at,

@@ -21,7 +21,7 @@ const CHECKS = {
   AGENT_GATEWAY_UNAVAILABLE: 'The Agent gateway did not answer; ask an operator to check the runtime networking.',
   AGENT_GATEWAY_UNAUTHORIZED: 'Set gateway.auth.password to OPENCLAW_GATEWAY_PASSWORD in the Configuration and deploy again.',
   KUBERNETES_API_UNAVAILABLE: 'The Kubernetes API was unavailable; ask an operator to check the cluster.',
-  HARNESS_AUTHENTICATION_UNSUPPORTED: 'The selected Compute Driver cannot use this Harness authentication method.',
+  HARNESS_AUTH_UNSUPPORTED: 'The selected Compute Driver cannot use this Harness authentication method; on Kubernetes bind an api_key (or, for dedicated Codex, codex_pat) Secret and deploy again.',
 };
 
 export function checkFor(code) { return CHECKS[code] || 'Ask an operator to look up the worker\u2019s log for this deployment.'; }
