@@ -104,7 +104,7 @@ func TestRequestRules(t *testing.T) {
 	}
 	cfg := e.expect(e.admin("POST", base+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}}), 201).data()["id"].(string)
 	for field, value := range map[string]any{
-		"credentialSources": []any{}, "initialWorkspaceFiles": map[string]any{}, "backendId": "chatgpt",
+		"credentialSources": []any{}, "initialWorkspaceFiles": map[string]any{"NOTES.md": "x"}, "backendId": "chatgpt",
 	} {
 		body := map[string]any{"name": "x-" + field, "configurationId": cfg, field: value}
 		if r := e.admin("POST", base+"/agents", body); r.status != 400 {

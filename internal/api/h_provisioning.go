@@ -14,7 +14,6 @@ import (
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
-	"github.com/openclaw/occ/internal/problem"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -187,11 +186,8 @@ func (s *Server) provisionAgent(ctx context.Context, c *call) error {
 	if err := ab.refuseUnavailableFeatures(); err != nil {
 		return err
 	}
-	if len(ab.InitialWorkspaceFiles) > 0 {
-		// The worker's Agent step does not stage them yet: refused rather than dropped.
-		return platform.NewError(platform.CodeFeatureNotAvailable,
-			"Initial workspace files are not available in guided provisioning yet: create the Agent with POST /namespaces/{namespaceId}/agents.",
-			problem.Detail{Path: "/initialWorkspaceFiles", Code: problem.DetailInvalidValue})
+	if err := checkWorkspaceFiles(ab.InitialWorkspaceFiles); err != nil {
+		return err
 	}
 	ha, err := s.harnessAuthInput(ctx, c, ab.HarnessAuth)
 	if err != nil {
@@ -249,7 +245,8 @@ func (s *Server) provisionAgent(ctx context.Context, c *call) error {
 	}
 	row := store.ProvisioningRow{ID: platform.NewID(platform.PrefixProvisioning), NamespaceID: ns, ActorID: c.actorID(),
 		RequestID: pb.RequestID, Fingerprint: fingerprint, Request: rawObject(req), StagedValues: pb.Configuration.Values,
-		ConfigurationID: platform.NewID(platform.PrefixConfiguration), AgentID: platform.NewID(platform.PrefixAgent),
+		StagedWorkspaceFiles: stagedWorkspaceFiles(ab.InitialWorkspaceFiles),
+		ConfigurationID:      platform.NewID(platform.PrefixConfiguration), AgentID: platform.NewID(platform.PrefixAgent),
 		ServicePrincipalID: platform.NewID(platform.PrefixServicePrincipal), RoleID: "role_" + uuid.NewString()}
 	var rawBindings json.RawMessage
 	if req.SecretBindingsSet {
@@ -336,4 +333,13 @@ func (s *Server) retryProvisioning(ctx context.Context, c *call) error {
 		return err
 	}
 	return s.respondProvisioning(ctx, c, http.StatusAccepted, retried)
+}
+
+// stagedWorkspaceFiles is what a provisioning stages of the Agent's initial workspace files: nil
+// for none, so that the Agent step stages nothing.
+func stagedWorkspaceFiles(files map[string]string) json.RawMessage {
+	if len(files) == 0 {
+		return nil
+	}
+	return rawObject(files)
 }

@@ -89,6 +89,7 @@ func TestProvisioningEndToEnd(t *testing.T) {
 	admin := identity{key: e.adminKey}
 
 	body := provisionBody(ns, secret)
+	body["initialWorkspaceFiles"] = map[string]any{"AGENTS.md": "# Provisioned\n"}
 	first := provisioningOf(e.expect(e.admin("POST", base+"/agents/provision", body), 202))
 	workID := first["workId"].(string)
 	if first["url"] != base+"/agents/provision/"+workID || first["requestId"] != body["requestId"] {
@@ -140,6 +141,16 @@ func TestProvisioningEndToEnd(t *testing.T) {
 	// The staged values are gone once the Configuration holds them.
 	if n := e.count(`SELECT count(*) FROM occ.agent_provisioning_work WHERE id = $1 AND staged_values IS NOT NULL`, workID); n != 0 {
 		t.Fatal("the Configuration's values stay staged after its step")
+	}
+	// The initial workspace files went, as with Agent create and deploy, into the first revision's
+	// snapshot, and are staged nowhere any more.
+	if n := e.count(`SELECT count(*) FROM occ.agent_revisions WHERE id = $1 AND admitted_spec->'initialWorkspaceFiles'->>'AGENTS.md' = $2`,
+		revID, "# Provisioned\n"); n != 1 {
+		t.Fatal("the first revision does not carry the initial workspace files")
+	}
+	if n := e.count(`SELECT count(*) FROM occ.agent_provisioning_work WHERE id = $1 AND staged_workspace_files IS NOT NULL`, workID) +
+		e.count(`SELECT count(*) FROM occ.agent_initial_workspace_files WHERE agent_id = $1`, agentID); n != 0 {
+		t.Fatal("the initial workspace files stay staged after the first revision took them")
 	}
 	if r := e.admin("POST", base+"/agents/provision/"+workID+"/retry", nil); r.status != http.StatusConflict || r.errCode() != "PROVISIONING_NOT_FAILED" {
 		t.Fatalf("retry of a succeeded provisioning: %d %s", r.status, r.raw)
@@ -319,17 +330,19 @@ func TestProvisionBodyIsTheCreateBodies(t *testing.T) {
 	}
 }
 
-// TestProvisioningRefusesWhatItWouldDrop: members the provisioning steps cannot carry yet are
-// refused with FEATURE_NOT_AVAILABLE, never accepted and lost; their empty forms pass.
-func TestProvisioningRefusesWhatItWouldDrop(t *testing.T) {
+// TestProvisioningRefusesUnavailableFeatures: members of features this OCC does not implement
+// are refused with FEATURE_NOT_AVAILABLE, as on Agent create, never accepted and lost; their empty
+// forms pass, and bad initial workspace files are refused up front.
+func TestProvisioningRefusesUnavailableFeatures(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ns := e.readyNamespace("provision-drop")
 	base := "/namespaces/" + ns
 	secret := e.expect(e.admin("POST", base+"/secrets", map[string]any{"name": "model-key", "value": "provisioning-drop-5678"}), 201).data()["id"].(string)
 	for member, value := range map[string]any{
-		"initialWorkspaceFiles": map[string]any{"AGENTS.md": "# Agent"},
-		"plugins":               map[string]any{"slack": map[string]any{}},
+		"plugins":             map[string]any{"slack": map[string]any{}},
+		"repositoryBindings":  []any{map[string]any{"repositoryRef": "r"}},
+		"workspaceDefaultsId": strings.Repeat("a", 64),
 	} {
 		body := provisionBody(ns, secret)
 		body[member] = value
@@ -337,10 +350,15 @@ func TestProvisioningRefusesWhatItWouldDrop(t *testing.T) {
 			t.Errorf("%s: %d %s", member, r.status, r.raw)
 		}
 	}
+	body := provisionBody(ns, secret)
+	body["initialWorkspaceFiles"] = map[string]any{"SOUL.md": "a\x00b"}
+	if r := e.admin("POST", base+"/agents/provision", body); r.status != 400 || !r.hasDetail("/initialWorkspaceFiles/SOUL.md", "INVALID_VALUE") {
+		t.Errorf("a NUL in a workspace file: %d %s", r.status, r.raw)
+	}
 	if n := e.count(`SELECT count(*) FROM occ.agent_provisioning_work WHERE namespace_id = $1`, ns); n != 0 {
 		t.Fatalf("%d provisionings recorded for refused requests", n)
 	}
-	body := provisionBody(ns, secret)
-	body["plugins"], body["initialWorkspaceFiles"] = map[string]any{}, map[string]any{}
+	body = provisionBody(ns, secret)
+	body["plugins"], body["repositoryBindings"], body["initialWorkspaceFiles"] = map[string]any{}, []any{}, map[string]any{}
 	e.expect(e.admin("POST", base+"/agents/provision", body), 202)
 }

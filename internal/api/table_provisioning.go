@@ -77,7 +77,7 @@ var provisioningPath = Permission{Action: iam.ActionCreate, Kind: iam.KindAgent,
 
 var provisioningRoutes = []*Route{
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/provision", Action: ActionAgentsProvision, OperationID: "provisionAgent", Tag: "agents",
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/provision", Action: ActionAgentsProvision, OperationID: "provisionAgent", Tag: "Agents",
 		Summary: "Create a Configuration and an Agent, grant its ServicePrincipal its Secrets and admit the first revision, in steps the worker runs (202).",
 		Description: "Idempotent per requestId: the same body answers the recorded provisioning, another body 409 PROVISIONING_REQUEST_CONFLICT. " +
 			"Validated up front as Configuration create, Agent create and deploy; the Namespace must be ready. Each step re-checks the requester's " +
@@ -90,7 +90,7 @@ var provisioningRoutes = []*Route{
 		Success: http.StatusAccepted, Response: provisioningResponse, Handler: (*Server).provisionAgent,
 	},
 	{
-		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/provision/{workId}", Action: ActionAgentsProvisionRead, OperationID: "getAgentProvisioning", Tag: "agents",
+		Method: http.MethodGet, Path: "/namespaces/{namespaceId}/agents/provision/{workId}", Action: ActionAgentsProvisionRead, OperationID: "getAgentProvisioning", Tag: "Agents",
 		Summary:     "The status of a provisioning, step by step.",
 		Description: "Only its requester sees it (404 otherwise); once created, reading it needs read on its Configuration and Agent.",
 		Auth:        auth.ModeAny, Scope: ScopeNamespace,
@@ -100,7 +100,7 @@ var provisioningRoutes = []*Route{
 		Success: http.StatusOK, Response: provisioningResponse, Handler: (*Server).getProvisioning,
 	},
 	{
-		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/provision/{workId}/retry", Action: ActionAgentsProvisionRetry, OperationID: "retryAgentProvisioning", Tag: "agents",
+		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/provision/{workId}/retry", Action: ActionAgentsProvisionRetry, OperationID: "retryAgentProvisioning", Tag: "Agents",
 		Summary:     "Run a failed provisioning again from the step that failed (202; 409 PROVISIONING_NOT_FAILED otherwise).",
 		Description: "Only its requester may retry it; the steps re-check the requester's rights as they run.",
 		Auth:        auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,

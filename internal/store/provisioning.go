@@ -23,36 +23,39 @@ const (
 
 // ProvisioningRow is one guided provisioning request and how far it got.
 type ProvisioningRow struct {
-	ID                 string
-	NamespaceID        string
-	ActorID            string
-	RequestID          string
-	Fingerprint        string
-	Request            json.RawMessage
-	StagedValues       json.RawMessage // the Configuration's values until its step wrote them
-	Status             string
-	Phase              string
-	Run                int
-	ConfigurationID    string
-	AgentID            string
-	ServicePrincipalID string
-	RoleID             string
-	RevisionID         *string
-	GrantedSecretIDs   []string
-	ErrorCode          *string
-	ErrorMessage       *string
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
+	ID           string
+	NamespaceID  string
+	ActorID      string
+	RequestID    string
+	Fingerprint  string
+	Request      json.RawMessage
+	StagedValues json.RawMessage // the Configuration's values until its step wrote them
+	// StagedWorkspaceFiles are the Agent's initial workspace files until the Agent step staged them
+	// with the Agent.
+	StagedWorkspaceFiles json.RawMessage
+	Status               string
+	Phase                string
+	Run                  int
+	ConfigurationID      string
+	AgentID              string
+	ServicePrincipalID   string
+	RoleID               string
+	RevisionID           *string
+	GrantedSecretIDs     []string
+	ErrorCode            *string
+	ErrorMessage         *string
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
 }
 
 const provisioningColumns = `p.id, p.namespace_id, p.actor_id, p.request_id, p.fingerprint, p.request, p.staged_values,
-  p.status, p.phase, p.run, p.configuration_id, p.agent_id, p.service_principal_id, p.role_id, p.revision_id,
+  p.staged_workspace_files, p.status, p.phase, p.run, p.configuration_id, p.agent_id, p.service_principal_id, p.role_id, p.revision_id,
   p.granted_secret_ids, p.error_code, p.error_message, p.created_at, p.updated_at`
 
 func scanProvisioning(r pgx.CollectableRow) (ProvisioningRow, error) {
 	var p ProvisioningRow
 	err := r.Scan(&p.ID, &p.NamespaceID, &p.ActorID, &p.RequestID, &p.Fingerprint, &p.Request, &p.StagedValues,
-		&p.Status, &p.Phase, &p.Run, &p.ConfigurationID, &p.AgentID, &p.ServicePrincipalID, &p.RoleID, &p.RevisionID,
+		&p.StagedWorkspaceFiles, &p.Status, &p.Phase, &p.Run, &p.ConfigurationID, &p.AgentID, &p.ServicePrincipalID, &p.RoleID, &p.RevisionID,
 		&p.GrantedSecretIDs, &p.ErrorCode, &p.ErrorMessage, &p.CreatedAt, &p.UpdatedAt)
 	return p, err
 }
@@ -62,12 +65,12 @@ func scanProvisioning(r pgx.CollectableRow) (ProvisioningRow, error) {
 func InsertProvisioning(ctx context.Context, db DBTX, p ProvisioningRow) (ProvisioningRow, error) {
 	rows, err := db.Query(ctx, `INSERT INTO occ.agent_provisioning_work AS p
   (id, namespace_id, actor_id, request_id, fingerprint, request, staged_values, configuration_id, agent_id,
-   service_principal_id, role_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+   service_principal_id, role_id, staged_workspace_files)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (namespace_id, actor_id, request_id) DO NOTHING
 RETURNING `+provisioningColumns,
 		p.ID, p.NamespaceID, p.ActorID, p.RequestID, p.Fingerprint, p.Request, nullableRaw(p.StagedValues),
-		p.ConfigurationID, p.AgentID, p.ServicePrincipalID, p.RoleID)
+		p.ConfigurationID, p.AgentID, p.ServicePrincipalID, p.RoleID, nullableRaw(p.StagedWorkspaceFiles))
 	row, err := oneRow(rows, err, scanProvisioning)
 	if err == ErrNotFound {
 		return ProvisioningRow{}, ErrDuplicate
@@ -91,7 +94,7 @@ func GetProvisioning(ctx context.Context, db DBTX, namespaceID, id string, lock 
 }
 
 // AdvanceProvisioning moves a queued record from phase `from` to `to` (clearing the staged values
-// once the Configuration exists), recording the revision and the granted Secrets when given. It
+// once the Configuration exists, the staged workspace files once the Agent holds them), recording the revision and the granted Secrets when given. It
 // reports false when the record is no longer queued in `from` (another run moved it).
 func AdvanceProvisioning(ctx context.Context, db DBTX, id, from, to string, revisionID *string, granted []string) (bool, error) {
 	status := ProvisioningQueued
@@ -99,7 +102,8 @@ func AdvanceProvisioning(ctx context.Context, db DBTX, id, from, to string, revi
 		status = ProvisioningSucceeded
 	}
 	tag, err := db.Exec(ctx, `UPDATE occ.agent_provisioning_work
-   SET phase = $3, status = $4, staged_values = NULL, revision_id = COALESCE($5, revision_id),
+   SET phase = $3, status = $4, staged_values = NULL,
+       staged_workspace_files = CASE WHEN $3 = 'agent' THEN staged_workspace_files END, revision_id = COALESCE($5, revision_id),
        granted_secret_ids = COALESCE($6, granted_secret_ids), updated_at = clock_timestamp()
  WHERE id = $1 AND phase = $2 AND status = 'queued'`, id, from, to, status, revisionID, granted)
 	if err != nil {

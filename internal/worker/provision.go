@@ -385,6 +385,16 @@ func (w *Worker) provisionAgent(a *activeClaim, p *provisioning) (func(ctx conte
 		if p.req.HarnessAuth != nil {
 			details["harnessAuthMethod"] = p.req.HarnessAuth.Method
 		}
+		if len(p.row.StagedWorkspaceFiles) > 0 {
+			names, err := workspaceFileNames(p.row.StagedWorkspaceFiles)
+			if err != nil {
+				return err
+			}
+			if err := store.InsertInitialWorkspaceFiles(ctx, tx, ns, created.ID, p.row.StagedWorkspaceFiles); err != nil {
+				return err
+			}
+			details["initialWorkspaceFiles"] = names // never their content
+		}
 		return w.appendProvisioningEvent(ctx, tx, a, actionAgentsCreate, agentResource(ns, created.ID), audit.OutcomeSuccess, "", details)
 	}, nil, nil
 }
@@ -525,10 +535,6 @@ func (w *Worker) provisionAdmission(a *activeClaim, p *provisioning) (func(ctx c
 	if len(bindings) > 0 {
 		spec.SecretBindings = bindings
 	}
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		return nil, nil, err
-	}
 	return func(ctx context.Context, tx txDB) error {
 		if refusal, err := w.readyNamespace(ctx, tx, ns, store.LockUpdate); err != nil {
 			return err
@@ -543,6 +549,20 @@ func (w *Worker) provisionAdmission(a *activeClaim, p *provisioning) (func(ctx c
 		}
 		if agent.Status == platform.AgentDeleting {
 			return refuse(platform.CodeAgentDeleting, "The Agent is being deleted.")
+		}
+		// The first revision takes the files staged with the Agent, as a deploy does.
+		staged, err := store.TakeInitialWorkspaceFiles(ctx, tx, ns, agent.ID)
+		if err != nil {
+			return err
+		}
+		if len(staged) > 0 {
+			if err := json.Unmarshal(staged, &spec.InitialWorkspaceFiles); err != nil {
+				return err
+			}
+		}
+		raw, err := json.Marshal(spec)
+		if err != nil {
+			return err
 		}
 		rev, err := store.InsertRevision(ctx, tx, store.InsertRevisionParams{NamespaceID: ns, AgentID: agent.ID,
 			ID: platform.NewID(platform.PrefixRevision), Spec: raw})
@@ -559,9 +579,27 @@ func (w *Worker) provisionAdmission(a *activeClaim, p *provisioning) (func(ctx c
 			return err
 		}
 		p.row.RevisionID = &rev.ID
-		return w.appendProvisioningEvent(ctx, tx, a, actionAgentsDeploy, agentResource(ns, agent.ID), audit.OutcomeSuccess, "",
-			map[string]any{"revisionId": rev.ID, "revision": rev.Number, "workId": key, "configurationId": cfg.ID,
-				"configurationGeneration": cfg.Generation, "harnessAuthMethod": ha.Method, "computeDriverId": w.cfg.Compute.ID(),
-				"secretIds": secrets, "provisioningId": p.row.ID})
+		details := map[string]any{"revisionId": rev.ID, "revision": rev.Number, "workId": key, "configurationId": cfg.ID,
+			"configurationGeneration": cfg.Generation, "harnessAuthMethod": ha.Method, "computeDriverId": w.cfg.Compute.ID(),
+			"secretIds": secrets, "provisioningId": p.row.ID}
+		if len(spec.InitialWorkspaceFiles) > 0 {
+			details["initialWorkspaceFiles"] = true // applied by this revision; never their content
+		}
+		return w.appendProvisioningEvent(ctx, tx, a, actionAgentsDeploy, agentResource(ns, agent.ID), audit.OutcomeSuccess, "", details)
 	}, nil, nil
+}
+
+// workspaceFileNames lists the names of staged workspace files in their fixed order.
+func workspaceFileNames(staged json.RawMessage) ([]string, error) {
+	var files map[string]string
+	if err := json.Unmarshal(staged, &files); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, name := range platform.WorkspaceFileNames {
+		if _, ok := files[name]; ok {
+			names = append(names, name)
+		}
+	}
+	return names, nil
 }

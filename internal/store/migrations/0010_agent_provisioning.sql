@@ -4,7 +4,8 @@
 -- after a crash finds its own row instead of creating a second one) and queues one work item per
 -- run; the worker advances `phase` one step per transaction. The Configuration's values are staged
 -- in `staged_values` only until the Configuration step has written them to the Configuration
--- Driver; that step clears them.
+-- Driver; that step clears them. The Agent's initial workspace files are staged in
+-- `staged_workspace_files` until the Agent step has staged them with the Agent.
 CREATE TABLE occ.agent_provisioning_work (
   id                   text PRIMARY KEY CHECK (occ.is_prefixed_id(id, 'apw')),
   namespace_id         text NOT NULL REFERENCES occ.namespaces (id),
@@ -13,6 +14,7 @@ CREATE TABLE occ.agent_provisioning_work (
   fingerprint          text NOT NULL CHECK (fingerprint ~ '^[0-9a-f]{64}$'),
   request              jsonb NOT NULL CHECK (jsonb_typeof(request) = 'object'),
   staged_values        jsonb CHECK (staged_values IS NULL OR jsonb_typeof(staged_values) = 'object'),
+  staged_workspace_files jsonb CHECK (staged_workspace_files IS NULL OR jsonb_typeof(staged_workspace_files) = 'object'),
   status               text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'succeeded', 'failed')),
   phase                text NOT NULL DEFAULT 'configuration'
                        CHECK (phase IN ('configuration', 'agent', 'grant', 'admission', 'done')),
@@ -33,7 +35,8 @@ CREATE TABLE occ.agent_provisioning_work (
       WHEN 'succeeded' THEN phase = 'done' AND revision_id IS NOT NULL AND error_code IS NULL
       WHEN 'failed' THEN phase <> 'done' AND error_code IS NOT NULL AND error_message IS NOT NULL
       ELSE error_code IS NULL AND error_message IS NULL END),
-  CONSTRAINT agent_provisioning_values_staged CHECK (phase = 'configuration' OR staged_values IS NULL)
+  CONSTRAINT agent_provisioning_values_staged CHECK (phase = 'configuration' OR staged_values IS NULL),
+  CONSTRAINT agent_provisioning_files_staged CHECK (phase IN ('configuration', 'agent') OR staged_workspace_files IS NULL)
 );
 
 -- Provisioning work has no Agent yet when it starts: its lane is the Namespace, and its key names

@@ -56,7 +56,7 @@ GRANT UPDATE (state, available_at, attempt_count, claim_token, lease_expires_at,
               updated_at, reason_code, result_data) ON occ.controller_work TO {{app_role}};
 
 GRANT SELECT, INSERT ON occ.agent_provisioning_work TO {{app_role}};
-GRANT UPDATE (staged_values, status, phase, run, revision_id, granted_secret_ids, error_code, error_message,
+GRANT UPDATE (staged_values, staged_workspace_files, status, phase, run, revision_id, granted_secret_ids, error_code, error_message,
               updated_at) ON occ.agent_provisioning_work TO {{app_role}};
 
 GRANT SELECT, INSERT ON occ.audit_events TO {{app_role}};
