@@ -535,58 +535,73 @@ func (w *Worker) provisionAdmission(a *activeClaim, p *provisioning) (func(ctx c
 	if len(bindings) > 0 {
 		spec.SecretBindings = bindings
 	}
-	return func(ctx context.Context, tx txDB) error {
-		if refusal, err := w.readyNamespace(ctx, tx, ns, store.LockUpdate); err != nil {
-			return err
-		} else if refusal != nil {
-			return refusal
-		}
-		agent, err := store.GetAgent(ctx, tx, ns, p.row.AgentID, store.LockUpdate)
-		if errors.Is(err, store.ErrNotFound) {
-			return refuse(platform.CodeNotFound, "The provisioned Agent no longer exists.")
-		} else if err != nil {
-			return err
-		}
-		if agent.Status == platform.AgentDeleting {
-			return refuse(platform.CodeAgentDeleting, "The Agent is being deleted.")
-		}
-		// The first revision takes the files staged with the Agent, as a deploy does.
-		staged, err := store.TakeInitialWorkspaceFiles(ctx, tx, ns, agent.ID)
-		if err != nil {
-			return err
-		}
-		if len(staged) > 0 {
-			if err := json.Unmarshal(staged, &spec.InitialWorkspaceFiles); err != nil {
-				return err
-			}
-		}
-		raw, err := json.Marshal(spec)
-		if err != nil {
-			return err
-		}
-		rev, err := store.InsertRevision(ctx, tx, store.InsertRevisionParams{NamespaceID: ns, AgentID: agent.ID,
-			ID: platform.NewID(platform.PrefixRevision), Spec: raw})
-		if err != nil {
-			return err
-		}
-		if _, err := store.SetAgentDesiredState(ctx, tx, store.SetAgentDesiredStateParams{
-			NamespaceID: ns, AgentID: agent.ID, State: platform.RuntimeRunning}); err != nil {
-			return err
-		}
-		key := platform.RevisionWorkKey(rev.ID)
-		if _, err := queue.Enqueue(ctx, tx, queue.EnqueueWork{Key: key, NamespaceID: ns, ActorID: actor,
-			AgentID: &agent.ID, RevisionID: &rev.ID}); err != nil {
+	adm := admission{spec: spec, cfg: cfg, secrets: secrets}
+	return func(ctx context.Context, tx txDB) error { return w.publishAdmission(ctx, tx, a, p, adm) }, nil, nil
+}
+
+// admission is what the admission step decided under the claim and its finalization writes.
+type admission struct {
+	spec    platform.RevisionSpec
+	cfg     store.ConfigurationRow
+	secrets []string
+}
+
+// publishAdmission admits the first revision in the step's finalization transaction, as the deploy
+// route does: the Agent's row locked, the staged workspace files taken, the revision, the desired
+// state, its work and its audit event.
+func (w *Worker) publishAdmission(ctx context.Context, tx txDB, a *activeClaim, p *provisioning, adm admission) error {
+	ns, spec, cfg, secrets := p.row.NamespaceID, adm.spec, adm.cfg, adm.secrets
+	ha, actor := spec.HarnessAuth, a.claim.Work.ActorID
+	if refusal, err := w.readyNamespace(ctx, tx, ns, store.LockUpdate); err != nil {
+		return err
+	} else if refusal != nil {
+		return refusal
+	}
+	agent, err := store.GetAgent(ctx, tx, ns, p.row.AgentID, store.LockUpdate)
+	if errors.Is(err, store.ErrNotFound) {
+		return refuse(platform.CodeNotFound, "The provisioned Agent no longer exists.")
+	} else if err != nil {
+		return err
+	}
+	if agent.Status == platform.AgentDeleting {
+		return refuse(platform.CodeAgentDeleting, "The Agent is being deleted.")
+	}
+	// The first revision takes the files staged with the Agent, as a deploy does.
+	staged, err := store.TakeInitialWorkspaceFiles(ctx, tx, ns, agent.ID)
+	if err != nil {
+		return err
+	}
+	if len(staged) > 0 {
+		if err := json.Unmarshal(staged, &spec.InitialWorkspaceFiles); err != nil {
 			return err
 		}
-		p.row.RevisionID = &rev.ID
-		details := map[string]any{"revisionId": rev.ID, "revision": rev.Number, "workId": key, "configurationId": cfg.ID,
-			"configurationGeneration": cfg.Generation, "harnessAuthMethod": ha.Method, "computeDriverId": w.cfg.Compute.ID(),
-			"secretIds": secrets, "provisioningId": p.row.ID}
-		if len(spec.InitialWorkspaceFiles) > 0 {
-			details["initialWorkspaceFiles"] = true // applied by this revision; never their content
-		}
-		return w.appendProvisioningEvent(ctx, tx, a, actionAgentsDeploy, agentResource(ns, agent.ID), audit.OutcomeSuccess, "", details)
-	}, nil, nil
+	}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	rev, err := store.InsertRevision(ctx, tx, store.InsertRevisionParams{NamespaceID: ns, AgentID: agent.ID,
+		ID: platform.NewID(platform.PrefixRevision), Spec: raw})
+	if err != nil {
+		return err
+	}
+	if _, err := store.SetAgentDesiredState(ctx, tx, store.SetAgentDesiredStateParams{
+		NamespaceID: ns, AgentID: agent.ID, State: platform.RuntimeRunning}); err != nil {
+		return err
+	}
+	key := platform.RevisionWorkKey(rev.ID)
+	if _, err := queue.Enqueue(ctx, tx, queue.EnqueueWork{Key: key, NamespaceID: ns, ActorID: actor,
+		AgentID: &agent.ID, RevisionID: &rev.ID}); err != nil {
+		return err
+	}
+	p.row.RevisionID = &rev.ID
+	details := map[string]any{"revisionId": rev.ID, "revision": rev.Number, "workId": key, "configurationId": cfg.ID,
+		"configurationGeneration": cfg.Generation, "harnessAuthMethod": ha.Method, "computeDriverId": w.cfg.Compute.ID(),
+		"secretIds": secrets, "provisioningId": p.row.ID}
+	if len(spec.InitialWorkspaceFiles) > 0 {
+		details["initialWorkspaceFiles"] = true // applied by this revision; never their content
+	}
+	return w.appendProvisioningEvent(ctx, tx, a, actionAgentsDeploy, agentResource(ns, agent.ID), audit.OutcomeSuccess, "", details)
 }
 
 // workspaceFileNames lists the names of staged workspace files in their fixed order.
