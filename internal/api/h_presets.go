@@ -291,19 +291,12 @@ func (s *Server) seedPresetsIn(ctx context.Context, tx store.DBTX, names []strin
 		d, err := native.Authorize(ctx, iam.Request{PrincipalID: principal, Action: action, Resource: res})
 		return err == nil && iam.Allows(d, s.cfg.IAMDriverID), err
 	}
-	namespaces, err := store.SeedableNamespaces(ctx, tx)
+	namespaces, err := store.SeedableNamespaces(ctx, tx, names)
 	if err != nil {
 		return err
 	}
 	actor := ""
 	for _, ns := range namespaces {
-		missing, err := store.MissingPresetNames(ctx, tx, ns, names)
-		if err != nil {
-			return err
-		}
-		if len(missing) == 0 {
-			continue
-		}
 		if actor == "" {
 			if actor, err = s.installationAdministrator(ctx, tx, allows); err != nil {
 				return err

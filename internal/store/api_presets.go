@@ -63,17 +63,6 @@ VALUES ($1, $2, $3, $4) ON CONFLICT (namespace_id, name) DO NOTHING RETURNING `+
 	return out, nil
 }
 
-// MissingPresetNames returns the names among names that no Preset of the Namespace uses.
-func MissingPresetNames(ctx context.Context, db DBTX, namespaceID string, names []string) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT n FROM unnest($2::text[]) AS n
- WHERE NOT EXISTS (SELECT 1 FROM occ.presets p WHERE p.namespace_id = $1 AND p.name = n COLLATE "C") ORDER BY n`,
-		namespaceID, names)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
-}
-
 // GetPreset reads a Preset of the Namespace with an optional row lock; ErrNotFound when absent.
 func GetPreset(ctx context.Context, db DBTX, namespaceID, id string, lock RowLock) (PresetRow, error) {
 	rows, err := db.Query(ctx, `SELECT `+presetColumns+` FROM occ.presets p
@@ -128,11 +117,15 @@ SELECT id FROM removed`, namespaceID, d.Name, []byte(d.Template))
 	return ids, nil
 }
 
-// SeedableNamespaces lists the live Namespaces that receive missing defaults at API start:
-// provisioning and ready ones (failed and deleting Namespaces are skipped).
-func SeedableNamespaces(ctx context.Context, db DBTX) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT id FROM occ.namespaces
- WHERE deleted_at IS NULL AND status IN ('provisioning', 'ready') ORDER BY id`)
+// SeedableNamespaces lists the live Namespaces that lack at least one of the default Presets
+// names, in one query: API start seeds provisioning and ready ones (failed and deleting
+// Namespaces are skipped).
+func SeedableNamespaces(ctx context.Context, db DBTX, names []string) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT n.id FROM occ.namespaces n
+ WHERE n.deleted_at IS NULL AND n.status IN ('provisioning', 'ready')
+   AND EXISTS (SELECT 1 FROM unnest($1::text[]) AS d(name)
+                WHERE NOT EXISTS (SELECT 1 FROM occ.presets p WHERE p.namespace_id = n.id AND p.name = d.name COLLATE "C"))
+ ORDER BY n.id`, names)
 	if err != nil {
 		return nil, err
 	}
