@@ -546,6 +546,9 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 	if issued.Load() < chaosOperations {
 		t.Errorf("only %d operations issued, want ≥ %d", issued.Load(), chaosOperations)
 	}
+	for _, op := range refusedMostly(&statuses) {
+		t.Errorf("%s: most answers were 5xx, so the run exercised little of it (the faults alone refuse a few percent)", op)
+	}
 
 	// Quiescence: nothing claimed and nothing claimable, or a bounded wait.
 	quiet := 0
@@ -607,6 +610,32 @@ func TestChaosWorkersUnderFaults(t *testing.T) {
 	if err := report.Err(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// refusedMostly names each operation that more than half of its answers refused with a 5xx: the
+// faults make a few percent of answers 5xx, so a run where most are is a run that tested little
+// (one such run answered every deploy 503 and passed).
+func refusedMostly(statuses *sync.Map) []string {
+	answered, refused := map[string]int64{}, map[string]int64{}
+	statuses.Range(func(k, v any) bool {
+		var op string
+		var st int
+		if _, err := fmt.Sscanf(k.(string), "%s %d", &op, &st); err != nil {
+			return true // "op unknown": no answer
+		}
+		answered[op] += v.(*atomic.Int64).Load()
+		if st >= 500 {
+			refused[op] += v.(*atomic.Int64).Load()
+		}
+		return true
+	})
+	var out []string
+	for _, op := range slices.Sorted(maps.Keys(answered)) {
+		if refused[op]*2 > answered[op] {
+			out = append(out, fmt.Sprintf("%s (%d of %d refused)", op, refused[op], answered[op]))
+		}
+	}
+	return out
 }
 
 func roundAll(d []time.Duration) []time.Duration {
