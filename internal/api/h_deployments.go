@@ -53,7 +53,8 @@ func revisionToView(r store.RevisionRow) revisionView {
 }
 
 // deployAgent admits an immutable revision, in one transaction with the Namespace locked before
-// the Agent (both FOR UPDATE): the Namespace must be ready; the caller needs agent:deploy,
+// the Agent (the Namespace FOR SHARE, so deploys of different Agents run side by side; the Agent
+// FOR UPDATE, so its revision numbers are taken one at a time): the Namespace must be ready; the caller needs agent:deploy,
 // configuration:read, service_account:read on a ServiceAccount source, and secret:operate on every
 // Secret the revision consumes — and so does the Agent's own ServicePrincipal; the selected Compute
 // Driver must support the Harness authentication. The revision snapshots the Configuration's

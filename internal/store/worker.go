@@ -49,6 +49,13 @@ func LockNamespace(ctx context.Context, db DBTX, id string) (NamespaceRow, error
 	return getNamespace(ctx, db, id, LockUpdate)
 }
 
+// ShareNamespace reads a Namespace row FOR SHARE: it waits for and excludes the row's writers (its
+// deletion, its status changes) but not other sharers, so passes of different Agents of one
+// Namespace do not queue behind each other (lock order: Namespace, then Agent).
+func ShareNamespace(ctx context.Context, db DBTX, id string) (NamespaceRow, error) {
+	return getNamespace(ctx, db, id, LockShare)
+}
+
 // SetNamespaceStatus changes a Namespace's status (the lifecycle trigger validates the transition).
 func SetNamespaceStatus(ctx context.Context, db DBTX, id string, status NamespaceStatus) error {
 	_, err := db.Exec(ctx, `UPDATE occ.namespaces SET status = $2 WHERE id = $1`, id, status)

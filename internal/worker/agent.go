@@ -144,7 +144,7 @@ func (w *Worker) observeOperation(op string, work queue.Work) {
 func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *stopDecision) error {
 	work := a.claim.Work
 	if d.outcome == outcomeSuccess {
-		ns, err := store.LockNamespace(ctx, tx, work.NamespaceID)
+		ns, err := store.ShareNamespace(ctx, tx, work.NamespaceID)
 		var agent store.WorkerAgent
 		if err == nil {
 			agent, err = store.LockWorkerAgent(ctx, tx, work.NamespaceID, *work.AgentID)

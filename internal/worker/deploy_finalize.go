@@ -205,10 +205,10 @@ func (p *deployPass) transitionTx(ctx context.Context, tx txDB, r *revisionResul
 	return err
 }
 
-// lockAgent locks the Namespace, then the Agent (the lock order of every finalization); ok is
-// false when either is gone or the Agent's principal changed.
+// lockAgent locks the Namespace FOR SHARE, then the Agent FOR UPDATE (the lock order of every
+// finalization); ok is false when either is gone or the Agent's principal changed.
 func (p *deployPass) lockAgent(ctx context.Context, tx txDB) (store.WorkerAgent, bool, error) {
-	ns, err := store.LockNamespace(ctx, tx, p.work.NamespaceID)
+	ns, err := store.ShareNamespace(ctx, tx, p.work.NamespaceID)
 	var agent store.WorkerAgent
 	if err == nil {
 		agent, err = store.LockWorkerAgent(ctx, tx, p.work.NamespaceID, p.agent.ID)

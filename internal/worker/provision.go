@@ -552,7 +552,7 @@ type admission struct {
 func (w *Worker) publishAdmission(ctx context.Context, tx txDB, a *activeClaim, p *provisioning, adm admission) error {
 	ns, spec, cfg, secrets := p.row.NamespaceID, adm.spec, adm.cfg, adm.secrets
 	ha, actor := spec.HarnessAuth, a.claim.Work.ActorID
-	if refusal, err := w.readyNamespace(ctx, tx, ns, store.LockUpdate); err != nil {
+	if refusal, err := w.readyNamespace(ctx, tx, ns, store.LockShare); err != nil {
 		return err
 	} else if refusal != nil {
 		return refusal
