@@ -1,7 +1,8 @@
 // Command benchall runs every benchmark of the repository and prints one table with every figure
 // (name, value, unit): the Go micro-benchmarks of internal/iam and internal/queue, queuebench (OCC
-// vs River), apiload, workerlatency and scalecheck, each as a subprocess writing -json. It needs
-// only Go and the PostgreSQL server binaries (each tool starts its own private server).
+// vs River), apiload, workerlatency and scalecheck, each as a subprocess writing -json; then the
+// performance goals, each figure beside its anchor of the same run and the ratio. It needs only
+// Go and the PostgreSQL server binaries (each tool starts its own private server).
 //
 //	make bench                      # from the repository root
 //	cd bench && go run ./cmd/benchall
@@ -186,6 +187,12 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	tw.Flush()
+	fmt.Println()
+	values := map[string]float64{}
+	for _, f := range all.Figures {
+		values[f.Name] = f.Value
+	}
+	printGoals(os.Stdout, evaluateGoals(values))
 	fmt.Println()
 	for _, n := range all.Notes {
 		fmt.Println("note:", n)
