@@ -31,9 +31,10 @@ vet: ## gofmt, go vet and staticcheck on the module and deploy/helmtest; any fin
 cyclo: ## Report the functions of internal/ (test files aside) over cyclomatic complexity 40; never fails
 	@$(GO) run $(GOCYCLO) -over 40 -ignore '_test\.go$$' internal || true
 
-test: vet kube-bin otelcol-bin ## Vet, then run every test (private PostgreSQL, Kubernetes control planes and an OpenTelemetry Collector; see docs/development.md)
+test: vet kube-bin otelcol-bin ## Vet, then run every test (private PostgreSQL, Kubernetes control planes and an OpenTelemetry Collector; then the chart and bench modules; see docs/development.md)
 	$(GO) test -race -count=1 -timeout 30m ./...
 	cd deploy/helmtest && $(GO) test -count=1 -timeout 15m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 kube-bin: ## Build etcd, kube-apiserver and kube-controller-manager for the tests when missing (first time ~10 min)
 	tools/kube/build.sh
