@@ -64,10 +64,21 @@ func mutating(method string) bool {
 // fireAll sends n copies of r at once (released together by one barrier) and returns the answers.
 func (e *env) fireAll(n int, r req) []resp {
 	e.t.Helper()
-	answers := make([]resp, n)
+	requests := make([]req, n)
+	for i := range requests {
+		requests[i] = r
+	}
+	return e.fireEach(requests)
+}
+
+// fireEach sends every request at once (released together by one barrier) and returns the
+// answers in the requests' order.
+func (e *env) fireEach(requests []req) []resp {
+	e.t.Helper()
+	answers := make([]resp, len(requests))
 	var start, done sync.WaitGroup
 	start.Add(1)
-	for i := range n {
+	for i, r := range requests {
 		done.Add(1)
 		go func() {
 			defer done.Done()

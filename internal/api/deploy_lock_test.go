@@ -2,8 +2,9 @@ package api_test
 
 import (
 	"context"
-	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/openclaw/occ/internal/testkit/wait"
 )
@@ -22,6 +23,22 @@ func (e *env) deployableAgents(name string, n int) (string, []string) {
 	return base, agents
 }
 
+// holdLocks begins a transaction of the owner role and runs one locking statement in it; the
+// caller commits or rolls it back.
+func (e *env) holdLocks(statement string, args ...any) pgx.Tx {
+	e.t.Helper()
+	ctx := context.Background()
+	tx, err := e.owner.Begin(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, statement, args...); err != nil {
+		_ = tx.Rollback(ctx)
+		e.t.Fatal(err)
+	}
+	return tx
+}
+
 // TestDeploysShareTheNamespaceLock: a deploy takes the Namespace's row FOR SHARE and the Agent's
 // FOR UPDATE, so deploys of different Agents of one Namespace run side by side, deploys of one
 // Agent still wait for each other, and a writer of the Namespace row (its deletion, the worker's
@@ -33,14 +50,7 @@ func TestDeploysShareTheNamespaceLock(t *testing.T) {
 	base, agents := e.deployableAgents("sharelock", 2)
 	ns := base[len("/namespaces/"):]
 	ctx := context.Background()
-	admin := pgtestAdmin(t, e)
-	lockWaits := func() int {
-		var n int
-		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	lockWaits := e.lockWaits()
 	deploy := func(agent string) chan resp {
 		answer := make(chan resp, 1)
 		go func() {
@@ -65,16 +75,8 @@ func TestDeploysShareTheNamespaceLock(t *testing.T) {
 	}
 
 	// A deploy of the first Agent is in flight: both its locks are held.
-	tx, err := e.owner.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM occ.namespaces WHERE id = $1 FOR SHARE`, ns); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM occ.agents WHERE namespace_id = $1 AND id = $2 FOR UPDATE`, ns, agents[0]); err != nil {
-		t.Fatal(err)
-	}
+	tx := e.holdLocks(`SELECT 1 FROM occ.namespaces n JOIN occ.agents a ON a.namespace_id = n.id
+ WHERE n.id = $1 AND a.id = $2 FOR SHARE OF n FOR UPDATE OF a`, ns, agents[0])
 	r, answered := answersOrWaits(deploy(agents[1]))
 	if !answered {
 		_ = tx.Rollback(ctx)
@@ -91,13 +93,7 @@ func TestDeploysShareTheNamespaceLock(t *testing.T) {
 	e.expect(<-same, 202)
 
 	// A writer of the Namespace row holds it FOR UPDATE: a deploy waits for it.
-	tx, err = e.owner.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM occ.namespaces WHERE id = $1 FOR UPDATE`, ns); err != nil {
-		t.Fatal(err)
-	}
+	tx = e.holdLocks(`SELECT 1 FROM occ.namespaces WHERE id = $1 FOR UPDATE`, ns)
 	blocked := deploy(agents[1])
 	if _, answered := answersOrWaits(blocked); answered {
 		t.Fatal("a deploy did not wait for the Namespace row's writer")
@@ -126,19 +122,7 @@ func TestDeploysRaceAgentAndNamespaceDeletion(t *testing.T) {
 		requests = append(requests, req{method: "DELETE", path: base + "/agents/" + agent, key: e.adminKey})
 		requests = append(requests, req{method: "DELETE", path: base, key: e.adminKey})
 	}
-	answers := make([]resp, len(requests))
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for i, r := range requests {
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			start.Wait()
-			answers[i] = doHTTP(t, e.http.URL, r)
-		}()
-	}
-	start.Done()
-	done.Wait()
+	answers := e.fireEach(requests)
 
 	accepted := 0
 	for i, a := range answers {

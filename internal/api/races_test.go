@@ -20,6 +20,21 @@ func (e *env) fire(n int, r req) []int {
 	return statuses
 }
 
+// lockWaits returns a counter of the env database's backends that wait on a lock, read as the
+// superuser (other roles see no wait events of the application role's sessions); a failed read
+// counts none, since callers poll it.
+func (e *env) lockWaits() func() int {
+	admin := pgtestAdmin(e.t, e)
+	return func() int {
+		var n int
+		if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+ WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n); err != nil {
+			return 0
+		}
+		return n
+	}
+}
+
 // tally counts the statuses; any status outside want fails the test.
 func tally(t *testing.T, statuses []int, want ...int) map[int]int {
 	t.Helper()
@@ -141,14 +156,11 @@ func TestRoleDeletionRacesBindingCreation(t *testing.T) {
 		return map[string]any{"subjectKind": "identity", "subjectId": sp, "roleId": role, "resourceKind": "namespace", "resourceId": ns}
 	}
 	ctx := context.Background()
-	// waitForLockWait holds until some backend waits on a lock (read as the superuser: other roles
-	// see no wait events of the application role's sessions).
-	admin := pgtestAdmin(t, e)
+	// waitForLockWait holds until some backend waits on a lock.
+	lockWaits := e.lockWaits()
 	waitForLockWait := func() {
 		wait.Eventually(t, wait.Medium, "the API's statement waits on the held transaction's lock", func() bool {
-			var n int
-			err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
-			return err == nil && n > 0
+			return lockWaits() > 0
 		})
 	}
 

@@ -432,11 +432,8 @@ func TestLiveRevisionKeepsItsInputs(t *testing.T) {
 func TestConcurrentDeploysNumberRevisionsOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ns := e.readyNamespace("parallel")
-	base := "/namespaces/" + ns
-	cfg := e.expect(e.admin("POST", base+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}}), 201).data()["id"].(string)
-	agent := e.expect(e.admin("POST", base+"/agents", map[string]any{"name": "p", "configurationId": cfg,
-		"harnessAuth": map[string]any{"method": "runtime"}}), 201).data()["id"].(string)
+	base, agents := e.deployableAgents("parallel", 1)
+	agent := agents[0]
 	const n = 6
 	statuses := make(chan int, n)
 	for range n {
