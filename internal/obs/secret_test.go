@@ -102,3 +102,22 @@ func leakSamples() []string {
 	}
 	return out
 }
+
+// FuzzCredentialHintsNeverHideACredential: the cheap pre-test in front of the expressions never
+// changes looksLikeCredential's answer.
+func FuzzCredentialHintsNeverHideACredential(f *testing.F) {
+	for _, s := range append(leakSamples(), "plain", "NAMESPACE_RECONCILED", "\u212Aakia", "s\u212A-abc",
+		"\u017Fk-abcdefghijklmnop", "x\tBEARER\nabc", "GHS-abc", "XOXP-1234567890", "A PRIVATE KEY") {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		full := secretPattern.MatchString(s) || credentialPattern.MatchString(s) ||
+			strings.Contains(strings.ToLower(s), "bearer") || strings.Contains(strings.ToLower(s), "private key")
+		if full && !mayHoldCredential(s) {
+			t.Fatalf("mayHoldCredential(%q) = false, but the expressions match", s)
+		}
+		if looksLikeCredential(s) != full {
+			t.Fatalf("looksLikeCredential(%q) = %v, want %v", s, !full, full)
+		}
+	})
+}

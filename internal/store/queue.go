@@ -119,6 +119,10 @@ func GetWork(ctx context.Context, db DBTX, key string) (WorkRecord, error) {
 // Due rows are compared with statement_timestamp(), not clock_timestamp(): a volatile function
 // cannot bound an index scan, and with 10 000 rows waiting in backoff every claim read them all
 // (391 buffers, 2.15 ms instead of 6 buffers, 0.03 ms; docs/performance.md).
+//
+// The only index this scan can use is controller_work_ready, whose order is the ORDER BY, so the
+// scan stops after limit × 4 rows whatever the statistics say (migration 0011 took
+// controller_work_queued_attempts out of its reach).
 func ClaimWork(ctx context.Context, db DBTX, limit, maxAttempts int, lease time.Duration) ([]WorkRecord, error) {
 	rows, err := db.Query(ctx, `
 WITH locked AS (
@@ -390,12 +394,14 @@ SELECT idempotency_key, state, reason FROM updated ORDER BY idempotency_key`, li
 }
 
 // FailExhaustedQueued ends queued rows at or above the attempt limit (the operator lowered
-// OCC_WORKER_MAX_ATTEMPTS) with MAX_ATTEMPTS_EXHAUSTED.
+// OCC_WORKER_MAX_ATTEMPTS) with MAX_ATTEMPTS_EXHAUSTED. `attempt_count > 0` (implied by the
+// limit, which is at least 1) is spelled out so that the planner can use the partial index
+// controller_work_queued_attempts.
 func FailExhaustedQueued(ctx context.Context, db DBTX, limit, maxAttempts int) ([]RecoveredWork, error) {
 	rows, err := db.Query(ctx, `
 WITH exhausted AS (
   SELECT w.idempotency_key FROM occ.controller_work w
-   WHERE w.state = 'queued' AND w.attempt_count >= $2
+   WHERE w.state = 'queued' AND w.attempt_count >= $2 AND w.attempt_count > 0
    ORDER BY w.available_at, w.idempotency_key
    FOR UPDATE OF w SKIP LOCKED
    LIMIT $1),

@@ -80,14 +80,17 @@ type Worker struct {
 	background sync.WaitGroup
 	slotFree   chan struct{}
 
-	lastAudit  *boundedMap[string] // pending lifecycle audits already written, by work key
-	timings    *timingStore        // deploy timing of recent deploy work
-	stopped    *stopMemory         // revisions this process stopped (exclusive replacement)
-	yields     *yieldLog           // stop yields per work item and their log rate limit
-	healthMu   sync.Mutex
-	lastHealth time.Time
-	lastLive   time.Time
-	hooks      hooks // verification hooks: the event log, or noHooks
+	lastAudit *boundedMap[string] // pending lifecycle audits already written, by work key
+	timings   *timingStore        // deploy timing of recent deploy work
+	stopped   *stopMemory         // revisions this process stopped (exclusive replacement)
+	yields    *yieldLog           // stop yields per work item and their log rate limit
+	// lastRecovery is when the loop last ran stale recovery: a busy loop runs it once per poll
+	// interval, not once per claim, so recovery is never later than it is for an idle worker.
+	lastRecovery time.Time
+	healthMu     sync.Mutex
+	lastHealth   time.Time
+	lastLive     time.Time
+	hooks        hooks // verification hooks: the event log, or noHooks
 }
 
 // New validates cfg and returns a Worker.
@@ -145,12 +148,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		w.touchLiveness(false)
 		claimed := w.round(ctx, runCtx)
-		if claimed > 0 {
-			w.health(runCtx, true)
-			continue
+		w.health(runCtx)
+		if claimed == 0 {
+			w.idle(ctx)
 		}
-		w.health(runCtx, false)
-		w.idle(ctx)
 	}
 
 	w.mu.Lock()
@@ -169,16 +170,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// round recovers stale claims and claims what free capacity allows; it returns how many passes it
-// started.
+// round recovers stale claims when recovery is due and claims what free capacity allows; it
+// returns how many passes it started.
 func (w *Worker) round(parent, runCtx context.Context) int {
 	ctx, cancel := context.WithTimeout(parent, w.cfg.DatabaseTimeout)
 	defer cancel()
-	if _, err := w.q.RecoverStale(ctx); err != nil {
-		if parent.Err() == nil {
-			w.log.Error("worker.error", "code", "WORKER_UNAVAILABLE", "errorClass", driver.ErrorClass(err))
+	if time.Since(w.lastRecovery) >= w.cfg.PollInterval {
+		if _, err := w.q.RecoverStale(ctx); err != nil {
+			if parent.Err() == nil {
+				w.log.Error("worker.error", "code", "WORKER_UNAVAILABLE", "errorClass", driver.ErrorClass(err))
+			}
+			return 0
 		}
-		return 0
+		w.lastRecovery = time.Now()
 	}
 	free := w.cfg.Concurrency - w.activeCount()
 	if free <= 0 {
@@ -268,7 +272,7 @@ func (w *Worker) renewLoop(ctx context.Context) {
 		}
 		if err == nil {
 			w.touchLiveness(false)
-			w.spawn(func() { w.health(ctx, false) })
+			w.spawn(func() { w.health(ctx) })
 		}
 	}
 }
@@ -410,12 +414,13 @@ func (w *Worker) unsupportedPass(a *activeClaim) (result, passReport, error) {
 	})
 }
 
-// health reads the backlog, refreshes the readiness marker and logs worker.health. It is forced
-// after every processed claim and otherwise throttled.
-func (w *Worker) health(ctx context.Context, force bool) {
+// health reads the backlog, refreshes the readiness marker and logs worker.health, at most once
+// per marker gap. Upstream forces it after every processed claim; the backlog count reads every
+// queued row, so a busy worker paid it once per pass (decision 39 in docs/architecture.md).
+func (w *Worker) health(ctx context.Context) {
 	w.healthMu.Lock()
 	defer w.healthMu.Unlock()
-	if !force && time.Since(w.lastHealth) < w.markerGap {
+	if time.Since(w.lastHealth) < w.markerGap {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.DatabaseTimeout)

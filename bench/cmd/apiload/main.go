@@ -46,13 +46,29 @@ type config struct {
 	binary       string
 	poolMax      int
 	drainTimeout time.Duration
+	apiEnv       envFlag
+	workerEnv    envFlag
+}
+
+// envFlag collects repeated KEY=VALUE flags.
+type envFlag map[string]string
+
+func (e envFlag) String() string { return fmt.Sprint(map[string]string(e)) }
+
+func (e envFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	e[k] = val
+	return nil
 }
 
 var allScenarios = []string{"ceiling-get-namespace", "get-namespace", "ceiling-list-agents", "list-agents",
 	"create-namespace", "create-agent", "deploy"}
 
 func main() {
-	var c config
+	c := config{apiEnv: envFlag{}, workerEnv: envFlag{}}
 	var scenarios string
 	flag.IntVar(&c.clients, "clients", 16, "concurrent clients (each one request at a time, keep-alive)")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "duration of each scenario")
@@ -63,6 +79,8 @@ func main() {
 	flag.StringVar(&c.binary, "occ-binary", "", "an existing occ binary (default: go build ../cmd/occ)")
 	flag.IntVar(&c.poolMax, "pool", 10, "OCC_DATABASE_POOL_MAX of occ api, and the ceiling's pool size")
 	flag.DurationVar(&c.drainTimeout, "drain-timeout", 3*time.Minute, "after each scenario, wait at most this long for the worker to finish the work it left")
+	flag.Var(c.apiEnv, "api-env", "KEY=VALUE added to the environment of occ api (repeatable; for example OCC_PPROF_ADDR=127.0.0.1:6061 with a -tags pprof binary)")
+	flag.Var(c.workerEnv, "worker-env", "KEY=VALUE added to the environment of occ worker (repeatable)")
 	flag.Parse()
 	for s := range strings.SplitSeq(scenarios, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -102,8 +120,9 @@ type result struct {
 }
 
 func run(ctx context.Context, c config) error {
+	c.apiEnv["OCC_DATABASE_POOL_MAX"] = fmt.Sprint(c.poolMax)
 	st, err := stack.Start(ctx, stack.Options{Database: "occ_apiload", DatabaseURL: c.databaseURL, Binary: c.binary,
-		Workers: 1, Compute: "{}", APIEnv: map[string]string{"OCC_DATABASE_POOL_MAX": fmt.Sprint(c.poolMax)}, Logf: logf})
+		Workers: 1, Compute: "{}", APIEnv: c.apiEnv, WorkerEnv: c.workerEnv, Logf: logf})
 	if err != nil {
 		return err
 	}
