@@ -121,3 +121,25 @@ func FuzzCredentialHintsNeverHideACredential(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkLooksLikeCredential compares the log sanitizer's test on the values of a typical
+// request log line with the two expressions alone (the anchor), in one run.
+func BenchmarkLooksLikeCredential(b *testing.B) {
+	values := []string{"api.request", "GET", "/api/v1/namespaces/ns_0f8fad5b-d9cb-469f-a165-70867728950e",
+		"ns_0f8fad5b-d9cb-469f-a165-70867728950e", "req_8d0b2c1e-7f7a-4d0e-9a55-3c2f5f3a9b11",
+		"prn_4a7c9e2d-1b3f-4c5d-8e6f-7a8b9c0d1e2f", "openclaw.namespaces.get"}
+	b.Run("expressions", func(b *testing.B) {
+		for b.Loop() {
+			for _, v := range values {
+				_ = secretPattern.MatchString(v) || credentialPattern.MatchString(v)
+			}
+		}
+	})
+	b.Run("hints-then-expressions", func(b *testing.B) {
+		for b.Loop() {
+			for _, v := range values {
+				_ = looksLikeCredential(v)
+			}
+		}
+	})
+}

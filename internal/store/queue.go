@@ -19,6 +19,10 @@ import (
 //
 // and every transition but enqueue and renew writes its evidence row to occ.audit_events in the
 // same statement, so a transition and its evidence can never be separated.
+//
+// The statements that pick rows before they rewrite them lock them FOR NO KEY UPDATE: none of
+// them changes the key, and no table references occ.controller_work, so the stronger FOR UPDATE
+// (which also excludes FOR KEY SHARE) would exclude nothing more.
 
 // QueueState is the state of a work row: queued, claimed, succeeded or failed_permanent (package
 // queue names them).
@@ -133,7 +137,7 @@ WITH locked AS (
                       WHERE f.state = 'claimed'
                         AND COALESCE(f.agent_id, f.namespace_id) = COALESCE(w.agent_id, w.namespace_id))
    ORDER BY w.available_at, w.created_at, w.idempotency_key
-   FOR UPDATE OF w SKIP LOCKED
+   FOR NO KEY UPDATE OF w SKIP LOCKED
    LIMIT $1 * 4),
 picked AS (
   SELECT key FROM (
@@ -366,7 +370,7 @@ WITH expired AS (
     FROM occ.controller_work w
    WHERE w.state = 'claimed' AND w.lease_expires_at <= clock_timestamp()
    ORDER BY w.lease_expires_at, w.idempotency_key
-   FOR UPDATE OF w SKIP LOCKED
+   FOR NO KEY UPDATE OF w SKIP LOCKED
    LIMIT $1),
 updated AS (
   UPDATE occ.controller_work w
@@ -403,7 +407,7 @@ WITH exhausted AS (
   SELECT w.idempotency_key FROM occ.controller_work w
    WHERE w.state = 'queued' AND w.attempt_count >= $2 AND w.attempt_count > 0
    ORDER BY w.available_at, w.idempotency_key
-   FOR UPDATE OF w SKIP LOCKED
+   FOR NO KEY UPDATE OF w SKIP LOCKED
    LIMIT $1),
 updated AS (
   UPDATE occ.controller_work w

@@ -182,11 +182,7 @@ func (w *Worker) finalizeStop(ctx context.Context, tx txDB, a *activeClaim, d *s
 	var err error
 	switch {
 	case d.outcome == outcomePending:
-		now, nowErr := store.DatabaseNow(ctx, tx)
-		if nowErr != nil {
-			return nowErr
-		}
-		delay := readinessRecheck(now.Sub(work.CreatedAt))
+		delay := readinessRecheck(a.txClock().Sub(work.CreatedAt))
 		_, err = w.deferWork(ctx, tx, a, d.code, queue.DeferOptions{Delay: &delay})
 	case d.outcome == outcomeSuccess:
 		_, err = w.complete(ctx, tx, a, d.code, nil)

@@ -47,6 +47,10 @@ type activeClaim struct {
 	cause         string
 	inflight      int        // renewals sent and not yet answered
 	answered      *sync.Cond // signalled when a renewal is answered (on mu)
+
+	// txNow is the database clock at the renewal that began the current finalization
+	// transaction; only the pass's own goroutine writes and reads it (renewInTx, txClock).
+	txNow time.Time
 }
 
 func newActiveClaim(parent context.Context, q *queue.Queue, c queue.Claim, sentAt time.Time, onLate func(*activeClaim, time.Duration), spawn func(func())) *activeClaim {
@@ -185,11 +189,19 @@ func (a *activeClaim) renewInTx(ctx context.Context, tx store.DBTX) error {
 		return errClaimLost
 	}
 	until, err := a.q.RenewOne(ctx, tx, a.claim)
-	if err == nil && a.hooks != nil {
+	if err != nil {
+		return err
+	}
+	a.txNow = until.Add(-a.lease) // the renewal set the lease from clock_timestamp()
+	if a.hooks != nil {
 		a.hooks.renewedInTx(a, until)
 	}
-	return err
+	return nil
 }
+
+// txClock is the database clock of the finalization transaction, read by its renewal: one round
+// trip less than asking the database again.
+func (a *activeClaim) txClock() time.Time { return a.txNow }
 
 func (a *activeClaim) state() (lost bool, cause string) {
 	a.mu.Lock()

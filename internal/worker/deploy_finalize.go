@@ -92,11 +92,7 @@ func (p *deployPass) finalize(r *revisionResult) error {
 // (w.finalize). It publishes what the result intends, audits a denial, then makes the queue
 // transition, unless the publication leaves the work to a later transaction.
 func (p *deployPass) finalizeTx(ctx context.Context, tx txDB, r *revisionResult) error {
-	now, err := store.DatabaseNow(ctx, tx)
-	if err != nil {
-		return err
-	}
-	age := now.Sub(p.work.CreatedAt) // held failures and the deadline were settled before (settle)
+	age := p.a.txClock().Sub(p.work.CreatedAt) // held failures and the deadline were settled before (settle)
 	if done, err := p.publishTx(ctx, tx, r); err != nil || done {
 		return err
 	}

@@ -205,10 +205,7 @@ func classifyNamespace(kind namespaceKind, obs driver.NamespaceObservation) resu
 // dedup key and value of a pending lifecycle audit it wrote (recorded after commit).
 func (w *Worker) finalizeNamespace(ctx context.Context, tx txDB, a *activeClaim, kind namespaceKind, r *result) (string, string, error) {
 	work := a.claim.Work
-	now, err := store.DatabaseNow(ctx, tx)
-	if err != nil {
-		return "", "", err
-	}
+	now := a.txClock()
 	if r.outcome == outcomePending && now.Sub(work.CreatedAt) > w.cfg.ConvergenceTimeout {
 		r.outcome, r.code = outcomePermanent, codeDeadlineExceeded
 	}
