@@ -1,0 +1,120 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
+	"github.com/openclaw/occ/internal/testkit/pgtest"
+)
+
+// indexEntriesRead reads, inside tx, how many entries this transaction's scans returned from
+// each index (pg_stat_get_xact_tuples_returned counts the current transaction only).
+func indexEntriesRead(t *testing.T, tx pgx.Tx, indexes ...string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, ix := range indexes {
+		var n int64
+		if err := tx.QueryRow(context.Background(), `SELECT pg_stat_get_xact_tuples_returned($1::regclass)`, ix).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", ix, err)
+		}
+		out[ix] = n
+	}
+	return out
+}
+
+// TestClaimStopsEarlyWhateverTheStatistics: statistics taken while the table held only finished
+// receipts said no row was queued; a burst of 2 000 queued rows followed. The claim must still read
+// the queue through controller_work_ready, in order, and stop after a few rows, never through
+// controller_work_queued_attempts (which made it read and sort every queued row: migration 0011).
+func TestClaimStopsEarlyWhateverTheStatistics(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	owner, app := db.Owner(t), db.App(t)
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := owner.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec(`ALTER TABLE occ.controller_work SET (autovacuum_enabled = false)`)
+	actor := "prn_" + uuid.NewString()
+	if err := fixture.FillNamespaceWork(ctx, app, 500, actor); err != nil {
+		t.Fatal(err)
+	}
+	exec(`UPDATE occ.controller_work SET state = 'succeeded', completed_at = clock_timestamp(), reason_code = 'NAMESPACE_RECONCILED'`)
+	exec(`VACUUM (ANALYZE) occ.controller_work`)
+	if err := fixture.FillNamespaceWork(ctx, app, 2000, actor); err != nil {
+		t.Fatal(err)
+	}
+
+	const limit = 4
+	tx, err := app.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	claimed, err := store.ClaimWork(ctx, tx, limit, 10, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != limit {
+		t.Fatalf("claimed %d rows, want %d", len(claimed), limit)
+	}
+	read := indexEntriesRead(t, tx, "occ.controller_work_ready", "occ.controller_work_queued_attempts")
+	if read["occ.controller_work_queued_attempts"] != 0 {
+		t.Errorf("the claim read %d entries of controller_work_queued_attempts", read["occ.controller_work_queued_attempts"])
+	}
+	if n := read["occ.controller_work_ready"]; n == 0 || n > 4*limit+8 {
+		t.Errorf("the claim read %d entries of controller_work_ready, want 1..%d of the 2 000 queued", n, 4*limit+8)
+	}
+}
+
+// TestLeaseRenewalIsAHeapOnlyUpdate: a renewal changes no indexed column (migration 0011), so it
+// is a HOT update and writes no index entry.
+func TestLeaseRenewalIsAHeapOnlyUpdate(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	app := db.App(t)
+	if err := fixture.FillNamespaceWork(ctx, app, 3, "prn_"+uuid.NewString()); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := store.ClaimWork(ctx, app, 3, 10, time.Minute)
+	if err != nil || len(claims) != 3 {
+		t.Fatalf("claim: %d rows, %v", len(claims), err)
+	}
+	var keys []string
+	var tokens []uuid.UUID
+	for _, c := range claims {
+		keys, tokens = append(keys, c.Key), append(tokens, *c.ClaimToken)
+	}
+	tx, err := app.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	// The backend's counters may still hold the claim's updates: count the difference.
+	counts := func() (updated, hot int64) {
+		t.Helper()
+		if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_updated('occ.controller_work'::regclass),
+       pg_stat_get_xact_tuples_hot_updated('occ.controller_work'::regclass)`).Scan(&updated, &hot); err != nil {
+			t.Fatal(err)
+		}
+		return updated, hot
+	}
+	updated0, hot0 := counts()
+	renewed, err := store.RenewLeases(ctx, tx, keys, tokens, time.Minute)
+	if err != nil || len(renewed) != 3 {
+		t.Fatalf("renew: %d rows, %v", len(renewed), err)
+	}
+	updated, hot := counts()
+	updated, hot = updated-updated0, hot-hot0
+	if updated != 3 || hot != 3 {
+		t.Fatalf("renewals: %d updates, %d of them HOT; want 3 and 3", updated, hot)
+	}
+}
