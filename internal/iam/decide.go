@@ -25,7 +25,7 @@ const (
 // Restrictions, then deny without a matched binding, deny with a matched Restriction, or allow.
 // Every Decision carries driverID.
 func Decide(slice PolicySlice, req Request, driverID string) Decision {
-	if ValidateSlice(slice) != nil {
+	if !slice.validated && ValidateSlice(slice) != nil {
 		return deny(driverID, ReasonPolicyInvalid, Evidence{})
 	}
 	return decideValid(slice, req, driverID)

@@ -226,6 +226,11 @@ type PolicySlice struct {
 	Roles          []Role
 	Restrictions   []Restriction
 	PolicyNonEmpty bool
+
+	// validated is set by the store source's splitter on a slice cut from a union that passed
+	// ValidateSlice: every check holds for a subset of a valid union, so Decide does not repeat it
+	// for each of a page's resources. Only this package can set it.
+	validated bool
 }
 
 // Resource is the server-owned reference a request targets. The Installation has no NamespaceID; a

@@ -106,6 +106,12 @@ type splitter struct {
 	roleIndex          map[string]int
 	sharedRestrictions []int            // no resource id
 	exactRestrictions  map[string][]int // that resource id
+	// unionValid: the union passed ValidateSlice, so each slice of it does too. A slice keeps the
+	// union's identities, groups and memberships, a subset of its bindings and restrictions, and
+	// the roles those bindings name; every check is about one entry, a duplicate id, or a lookup
+	// of an identity, group or role that the slice keeps whenever the union has it. An invalid
+	// union leaves each slice to be validated on its own, as before.
+	unionValid bool
 }
 
 func newSplitter(union PolicySlice, action, kind string, namespaceID *string) *splitter {
@@ -113,7 +119,7 @@ func newSplitter(union PolicySlice, action, kind string, namespaceID *string) *s
 		return ns == nil || (namespaceID != nil && *ns == *namespaceID)
 	}
 	s := &splitter{union: union, exactBindings: map[string][]int{}, roleIndex: make(map[string]int, len(union.Roles)),
-		exactRestrictions: map[string][]int{}}
+		exactRestrictions: map[string][]int{}, unionValid: ValidateSlice(union) == nil}
 	for i, b := range union.Bindings {
 		switch {
 		case !sameNS(b.NamespaceID):
@@ -143,7 +149,8 @@ func newSplitter(union PolicySlice, action, kind string, namespaceID *string) *s
 // slice returns the rows of the union the resource id (of the splitter's kind and Namespace) keeps.
 func (s *splitter) slice(id string) PolicySlice {
 	u := s.union
-	out := PolicySlice{Identities: u.Identities, Groups: u.Groups, Memberships: u.Memberships, PolicyNonEmpty: u.PolicyNonEmpty}
+	out := PolicySlice{Identities: u.Identities, Groups: u.Groups, Memberships: u.Memberships, PolicyNonEmpty: u.PolicyNonEmpty,
+		validated: s.unionValid}
 	var roles []int
 	seenRole := map[int]struct{}{}
 	for _, i := range mergeSorted(s.sharedBindings, s.exactBindings[id]) {

@@ -467,8 +467,28 @@ func BenchmarkAuthorizeEach(b *testing.B) {
 	}
 	mustExec(b, owner, `INSERT INTO occ.iam_access_bindings (id, namespace_id, identity_subject_id, role_id, resource_kind, resource_id)
 	  SELECT 'b-' || g, $1, $2, 'role-read', 'agent', ($3::text[])[g] FROM generate_series(1, 1000, 2) g`, ns, principal, ids)
+	// An administrator of the Namespace: one Namespace-wide binding of a Role with every
+	// permission a Namespace Role may hold, as apiload's list-agents reads with.
+	admin := "prn_" + uuid.NewString()
+	mustExec(b, owner, `INSERT INTO occ.iam_identities (id, kind, issuer, subject) VALUES ($1, 'principal', 'bench', 'admin')`, admin)
+	mustExec(b, owner, `INSERT INTO occ.iam_roles (id, namespace_id) VALUES ('role-admin', $1)`, ns)
+	for _, p := range iam.SupportedPermissions() {
+		if p.ResourceKind == iam.KindInstallation {
+			continue
+		}
+		mustExec(b, owner, `INSERT INTO occ.iam_role_permissions (role_id, action, resource_kind) VALUES ('role-admin', $1, $2)`, p.Action, p.ResourceKind)
+	}
+	mustExec(b, owner, `INSERT INTO occ.iam_access_bindings (id, namespace_id, identity_subject_id, role_id) VALUES ('b-admin', $1, $2, 'role-admin')`, ns, admin)
 	mustExec(b, owner, `ANALYZE occ.iam_access_bindings`)
 	native := iam.NewNative(driverID, iam.StoreSource{DB: app})
+	b.Run("AuthorizeEach/1000/namespace-administrator", func(b *testing.B) {
+		for b.Loop() {
+			d, err := native.AuthorizeEach(ctx, admin, "read", resources)
+			if err != nil || !d[0].Allowed || !d[1].Allowed {
+				b.Fatal(d[0], d[1], err)
+			}
+		}
+	})
 	b.Run("AuthorizeEach/1000", func(b *testing.B) {
 		for b.Loop() {
 			d, err := native.AuthorizeEach(ctx, principal, "read", resources)
