@@ -118,3 +118,61 @@ func TestLeaseRenewalIsAHeapOnlyUpdate(t *testing.T) {
 		t.Fatalf("renewals: %d updates, %d of them HOT; want 3 and 3", updated, hot)
 	}
 }
+
+// TestClaimIsPlannedForTheQueueItFinds: a worker that starts on an empty queue must not keep the
+// plan it made then. A prepared claim switched to a generic plan after five executions on a
+// one-page table: a sequential scan of the queue anti-joined with a sequential scan per row, kept
+// for the connection's life, 8 s per claim once thousands of rows were queued.
+func TestClaimIsPlannedForTheQueueItFinds(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	owner := db.Owner(t)
+	if _, err := owner.Exec(ctx, `ALTER TABLE occ.controller_work SET (autovacuum_enabled = false)`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, db.AppURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	actor := "prn_" + uuid.NewString()
+	if err := fixture.FillNamespaceWork(ctx, conn, 1, actor); err != nil {
+		t.Fatal(err)
+	}
+	// The statistics of a young installation: a table of one page.
+	if _, err := owner.Exec(ctx, `ANALYZE occ.controller_work`); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 { // past the plan cache's five custom plans, on a queue of one row
+		if err := fixture.FillNamespaceWork(ctx, conn, 1, actor); err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := store.ClaimWork(ctx, conn, 4, 10, time.Minute)
+		if err != nil || len(claimed) == 0 {
+			t.Fatalf("claim on a one-row queue: %d rows, %v", len(claimed), err)
+		}
+	}
+	if err := fixture.FillNamespaceWork(ctx, conn, 2000, actor); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var seqRead0 int64
+	if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_returned('occ.controller_work'::regclass)`).Scan(&seqRead0); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := store.ClaimWork(ctx, tx, 4, 10, time.Minute)
+	if err != nil || len(claimed) != 4 {
+		t.Fatalf("claim: %d rows, %v", len(claimed), err)
+	}
+	var seqRead int64
+	if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_returned('occ.controller_work'::regclass)`).Scan(&seqRead); err != nil {
+		t.Fatal(err)
+	}
+	if n := seqRead - seqRead0; n > 100 {
+		t.Errorf("the claim read %d rows of occ.controller_work by sequential scan; want an index scan that stops early", n)
+	}
+}
