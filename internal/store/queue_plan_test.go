@@ -13,19 +13,16 @@ import (
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
-// indexEntriesRead reads, inside tx, how many entries this transaction's scans returned from
-// each index (pg_stat_get_xact_tuples_returned counts the current transaction only).
-func indexEntriesRead(t *testing.T, tx pgx.Tx, indexes ...string) map[string]int64 {
+// xactStat reads one of PostgreSQL's per-backend counters of the current transaction, such as
+// pg_stat_get_xact_tuples_returned (entries an index's scans returned, or rows a table's
+// sequential scans read) or pg_stat_get_xact_tuples_hot_updated, for one relation.
+func xactStat(t *testing.T, tx pgx.Tx, counter, relation string) int64 {
 	t.Helper()
-	out := map[string]int64{}
-	for _, ix := range indexes {
-		var n int64
-		if err := tx.QueryRow(context.Background(), `SELECT pg_stat_get_xact_tuples_returned($1::regclass)`, ix).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", ix, err)
-		}
-		out[ix] = n
+	var n int64
+	if err := tx.QueryRow(context.Background(), `SELECT `+counter+`($1::regclass)`, relation).Scan(&n); err != nil {
+		t.Fatalf("%s(%s): %v", counter, relation, err)
 	}
-	return out
+	return n
 }
 
 // TestClaimStopsEarlyWhateverTheStatistics: statistics taken while the table held only finished
@@ -66,11 +63,10 @@ func TestClaimStopsEarlyWhateverTheStatistics(t *testing.T) {
 	if len(claimed) != limit {
 		t.Fatalf("claimed %d rows, want %d", len(claimed), limit)
 	}
-	read := indexEntriesRead(t, tx, "occ.controller_work_ready", "occ.controller_work_queued_attempts")
-	if read["occ.controller_work_queued_attempts"] != 0 {
-		t.Errorf("the claim read %d entries of controller_work_queued_attempts", read["occ.controller_work_queued_attempts"])
+	if n := xactStat(t, tx, "pg_stat_get_xact_tuples_returned", "occ.controller_work_queued_attempts"); n != 0 {
+		t.Errorf("the claim read %d entries of controller_work_queued_attempts", n)
 	}
-	if n := read["occ.controller_work_ready"]; n == 0 || n > 4*limit+8 {
+	if n := xactStat(t, tx, "pg_stat_get_xact_tuples_returned", "occ.controller_work_ready"); n == 0 || n > 4*limit+8 {
 		t.Errorf("the claim read %d entries of controller_work_ready, want 1..%d of the 2 000 queued", n, 4*limit+8)
 	}
 }
@@ -100,12 +96,8 @@ func TestLeaseRenewalIsAHeapOnlyUpdate(t *testing.T) {
 	defer tx.Rollback(ctx)
 	// The backend's counters may still hold the claim's updates: count the difference.
 	counts := func() (updated, hot int64) {
-		t.Helper()
-		if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_updated('occ.controller_work'::regclass),
-       pg_stat_get_xact_tuples_hot_updated('occ.controller_work'::regclass)`).Scan(&updated, &hot); err != nil {
-			t.Fatal(err)
-		}
-		return updated, hot
+		return xactStat(t, tx, "pg_stat_get_xact_tuples_updated", "occ.controller_work"),
+			xactStat(t, tx, "pg_stat_get_xact_tuples_hot_updated", "occ.controller_work")
 	}
 	updated0, hot0 := counts()
 	renewed, err := store.RenewLeases(ctx, tx, keys, tokens, time.Minute)
@@ -160,19 +152,13 @@ func TestClaimIsPlannedForTheQueueItFinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	var seqRead0 int64
-	if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_returned('occ.controller_work'::regclass)`).Scan(&seqRead0); err != nil {
-		t.Fatal(err)
-	}
+	seqRead := func() int64 { return xactStat(t, tx, "pg_stat_get_xact_tuples_returned", "occ.controller_work") }
+	before := seqRead()
 	claimed, err := store.ClaimWork(ctx, tx, 4, 10, time.Minute)
 	if err != nil || len(claimed) != 4 {
 		t.Fatalf("claim: %d rows, %v", len(claimed), err)
 	}
-	var seqRead int64
-	if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_returned('occ.controller_work'::regclass)`).Scan(&seqRead); err != nil {
-		t.Fatal(err)
-	}
-	if n := seqRead - seqRead0; n > 100 {
+	if n := seqRead() - before; n > 100 {
 		t.Errorf("the claim read %d rows of occ.controller_work by sequential scan; want an index scan that stops early", n)
 	}
 }
