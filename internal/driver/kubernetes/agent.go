@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -54,6 +55,18 @@ type plan struct {
 
 	gateway, agent, harness, snapshot string
 	workspaceSetup                    string // the initial workspace files Secret
+
+	// live holds the objects this pass listed or applied, by resource and name, so that its
+	// readiness checks need not read them again.
+	live map[string]json.RawMessage
+}
+
+// observed keeps raw as the current state of the object of res named name.
+func (p *plan) observed(res kube.Resource, name string, raw json.RawMessage) {
+	if p.live == nil {
+		p.live = map[string]json.RawMessage{}
+	}
+	p.live[res.Plural+"/"+name] = raw
 }
 
 func newPlan(rev driver.Revision, namespace string) *plan {

@@ -71,6 +71,8 @@ type Compute struct {
 	id     string
 	cfg    Config
 	client *kube.Client
+	// applied lets a prepare pass skip applies that would change nothing (applied.go).
+	applied *appliedLedger
 }
 
 // NewCompute builds the driver from a parsed configuration. It makes no request: Preflight does.
@@ -79,7 +81,7 @@ func NewCompute(id string, cfg Config, env driver.Environment) (*Compute, error)
 	if err != nil {
 		return nil, authConfigurationError(err)
 	}
-	return &Compute{id: id, cfg: cfg, client: c}, nil
+	return &Compute{id: id, cfg: cfg, client: c, applied: newAppliedLedger()}, nil
 }
 
 // ID implements driver.Compute.

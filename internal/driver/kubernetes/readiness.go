@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/openclaw/occ/internal/driver"
@@ -99,9 +100,18 @@ func (d *Compute) observe(ctx context.Context, p *plan) (driver.RevisionReadines
 	return out, err
 }
 
+// current decodes the object of res named name into out: as this pass last listed or applied it,
+// or else read now. found is false when it does not exist.
+func (d *Compute) current(ctx context.Context, p *plan, res kube.Resource, name string, out any) (bool, error) {
+	if raw, ok := p.live[res.Plural+"/"+name]; ok {
+		return true, json.Unmarshal(raw, out)
+	}
+	return d.read(ctx, res, p.ns, name, out)
+}
+
 func (d *Compute) workloadsReady(ctx context.Context, p *plan) (bool, error) {
 	var gw deploymentView
-	found, err := d.read(ctx, kube.Deployments, p.ns, p.gateway, &gw)
+	found, err := d.current(ctx, p, kube.Deployments, p.gateway, &gw)
 	if err != nil || !found {
 		return false, err
 	}
@@ -117,7 +127,7 @@ func (d *Compute) workloadsReady(ctx context.Context, p *plan) (bool, error) {
 	}
 	if p.dedicated {
 		var h deploymentView
-		found, err := d.read(ctx, kube.Deployments, p.ns, p.harness, &h)
+		found, err := d.current(ctx, p, kube.Deployments, p.harness, &h)
 		if err != nil || !found {
 			return false, err
 		}
@@ -136,7 +146,7 @@ func (d *Compute) workloadsReady(ctx context.Context, p *plan) (bool, error) {
 // lists a ready endpoint.
 func (d *Compute) serviceHasReadyEndpoint(ctx context.Context, p *plan) (bool, error) {
 	var svc serviceView
-	found, err := d.read(ctx, kube.Services, p.ns, p.gateway, &svc)
+	found, err := d.current(ctx, p, kube.Services, p.gateway, &svc)
 	if err != nil || !found {
 		return false, err
 	}

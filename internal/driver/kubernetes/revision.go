@@ -60,19 +60,12 @@ func (d *Compute) PrepareRevision(ctx context.Context, rev driver.Revision, rc d
 }
 
 // apply writes every object of the revision, in dependency order: each object exists before the
-// objects that refer to it.
+// objects that refer to it. Each kind of per-Agent object is listed once (applied.go).
 func (d *Compute) apply(ctx context.Context, p *plan, rc driver.RevisionContext) error {
 	// The namespace-level policies (default-deny first) come from EnsureNamespace; without them
 	// an Agent Pod would start unfenced.
-	for _, name := range tenantPolicyNames {
-		var np objectView
-		found, err := d.read(ctx, kube.NetworkPolicies, p.ns, name, &np)
-		if err != nil {
-			return atStage(stageNetworkPolicy, err)
-		}
-		if !found || !(owner{namespaceID: p.rev.NamespaceID}).owns(np.Metadata) {
-			return errPending
-		}
+	if err := d.checkTenantPolicies(ctx, p); err != nil {
+		return atStage(stageNetworkPolicy, err)
 	}
 	document, err := renderGatewayConfig(p.rev.Spec, d.cfg.GatewayTrustedProxyCIDRs)
 	if err != nil {
@@ -88,15 +81,11 @@ func (d *Compute) apply(ctx context.Context, p *plan, rc driver.RevisionContext)
 	if err := d.ensureWorkspaceSetup(ctx, p); err != nil {
 		return atStage(stageWorkspaceSetup, err)
 	}
-	for _, sa := range p.serviceAccounts() {
-		if err := d.ensure(ctx, p, kube.ServiceAccounts, "ServiceAccount", p.agentOwner, sa); err != nil {
-			return atStage(stageServiceAccount, err)
-		}
+	if err := d.ensureEach(ctx, p, kube.ServiceAccounts, "ServiceAccount", p.serviceAccounts()); err != nil {
+		return atStage(stageServiceAccount, err)
 	}
-	for _, np := range p.networkPolicies() {
-		if err := d.ensure(ctx, p, kube.NetworkPolicies, "NetworkPolicy", p.agentOwner, np); err != nil {
-			return atStage(stageNetworkPolicy, err)
-		}
+	if err := d.ensureEach(ctx, p, kube.NetworkPolicies, "NetworkPolicy", p.networkPolicies()); err != nil {
+		return atStage(stageNetworkPolicy, err)
 	}
 	if p.dedicated {
 		if err := d.ensureClaim(ctx, p, p.claim(workspaceClaimName(p.rev.AgentID), workspaceSize, "")); err != nil {
@@ -108,20 +97,59 @@ func (d *Compute) apply(ctx context.Context, p *plan, rc driver.RevisionContext)
 			return atStage(stagePrivateStateClaim, err)
 		}
 	}
-	if err := d.ensureGateway(ctx, p, we); err != nil {
+	deployments, err := d.listAgentObjects(ctx, p, kube.Deployments)
+	if err != nil {
 		return atStage(stageGatewayDeployment, err)
 	}
-	if err := d.ensure(ctx, p, kube.Services, "Service", p.agentOwner, d.gatewayService(p)); err != nil {
+	if err := d.ensureGateway(ctx, p, deployments, we); err != nil {
+		return atStage(stageGatewayDeployment, err)
+	}
+	services, err := d.listAgentObjects(ctx, p, kube.Services)
+	if err != nil {
+		return atStage(stageGatewayService, err)
+	}
+	if err := d.ensureObject(ctx, p, services, kube.Services, "Service", p.agentOwner, d.gatewayService(p), nil); err != nil {
 		return atStage(stageGatewayService, err)
 	}
 	if !p.dedicated {
 		return nil
 	}
-	if err := d.ensureAgentService(ctx, p); err != nil {
+	if err := d.ensureAgentService(ctx, p, services); err != nil {
 		return atStage(stageHarnessService, err)
 	}
-	if err := d.ensure(ctx, p, kube.Deployments, "Deployment", p.revOwner, d.harnessDeployment(p, we)); err != nil {
+	if err := d.ensureObject(ctx, p, deployments, kube.Deployments, "Deployment", p.revOwner, d.harnessDeployment(p, we), nil); err != nil {
 		return atStage(stageHarnessDeployment, err)
+	}
+	return nil
+}
+
+// checkTenantPolicies is errPending until every namespace-level policy exists and is ours (one
+// list: the policies labelled as the Namespace's and as no Agent's).
+func (d *Compute) checkTenantPolicies(ctx context.Context, p *plan) error {
+	sel := kube.Selector(labelManagedBy, managedByValue, labelNamespace, p.rev.NamespaceID) + ",!" + labelAgent
+	live, err := d.listLive(ctx, kube.NetworkPolicies, p.ns, sel)
+	if err != nil {
+		return err
+	}
+	for _, name := range tenantPolicyNames {
+		np, found := live[name]
+		if !found || !(owner{namespaceID: p.rev.NamespaceID}).owns(np.meta) {
+			return errPending
+		}
+	}
+	return nil
+}
+
+// ensureEach lists the Agent's objects of res once and ensures each of objs (owned by the Agent).
+func (d *Compute) ensureEach(ctx context.Context, p *plan, res kube.Resource, kind string, objs []kube.Object) error {
+	live, err := d.listAgentObjects(ctx, p, res)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := d.ensureObject(ctx, p, live, res, kind, p.agentOwner, obj, nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -141,24 +169,6 @@ func (d *Compute) read(ctx context.Context, res kube.Resource, namespace, name s
 func objectName(obj kube.Object) string {
 	name, _ := obj["metadata"].(kube.Object)["name"].(string)
 	return name
-}
-
-// ensure server-side applies obj after proving that an existing object of that name is ours; a
-// terminating one is waited out.
-func (d *Compute) ensure(ctx context.Context, p *plan, res kube.Resource, kind string, o owner, obj kube.Object) error {
-	name := objectName(obj)
-	var v objectView
-	found, err := d.read(ctx, res, p.ns, name, &v)
-	if err != nil {
-		return err
-	}
-	if found && !o.owns(v.Metadata) {
-		return ownershipError(kind, name)
-	}
-	if found && v.Metadata.Terminating() {
-		return errPending
-	}
-	return classify(d.client.Apply(ctx, res.Path(p.ns, name), obj, nil))
 }
 
 type snapshotView struct {
@@ -230,48 +240,38 @@ func (d *Compute) ensureClaim(ctx context.Context, p *plan, obj kube.Object) err
 // ensureGateway applies the per-Agent gateway with this revision's template (Recreate replaces a
 // predecessor's Pod). A gateway already written for a newer revision is left alone: this revision
 // stays pending and the worker's supersession ends it.
-func (d *Compute) ensureGateway(ctx context.Context, p *plan, we workloadEnv) error {
-	var v objectView
-	found, err := d.read(ctx, kube.Deployments, p.ns, p.gateway, &v)
-	if err != nil {
-		return err
+func (d *Compute) ensureGateway(ctx context.Context, p *plan, deployments liveSet, we workloadEnv) error {
+	newer := func(m kube.Meta) bool {
+		n, err := strconv.ParseInt(m.Annotations[annotationAgentRevision], 10, 64)
+		return err == nil && n > p.rev.Number
 	}
-	if found {
-		if !p.agentOwner.owns(v.Metadata) {
-			return ownershipError("Deployment", p.gateway)
-		}
-		if v.Metadata.Terminating() {
-			return errPending
-		}
-		if n, err := strconv.ParseInt(v.Metadata.Annotations[annotationAgentRevision], 10, 64); err == nil && n > p.rev.Number {
-			return errPending
-		}
-	}
-	return classify(d.client.Apply(ctx, kube.Deployments.Path(p.ns, p.gateway), d.gatewayDeployment(p, we), nil))
+	return d.ensureObject(ctx, p, deployments, kube.Deployments, "Deployment", p.agentOwner, d.gatewayDeployment(p, we), newer)
 }
 
 // ensureAgentService applies the dedicated Harness Service. The first deploy routes it to this
 // revision at once; later it points at the inactive selector until ActivateRevision switches it
-// (a repeated prepare of the routed revision keeps its route).
-func (d *Compute) ensureAgentService(ctx context.Context, p *plan) error {
-	var v serviceView
-	found, err := d.read(ctx, kube.Services, p.ns, p.agent, &v)
-	if err != nil {
-		return err
-	}
+// (a repeated prepare of the routed revision keeps its route). services is the Agent's listed
+// Services.
+func (d *Compute) ensureAgentService(ctx context.Context, p *plan, services liveSet) error {
 	selector := p.harness
-	if found {
-		if !p.agentOwner.owns(v.Metadata) {
-			return ownershipError("Service", p.agent)
+	cur, found := services[p.agent]
+	if !found {
+		var err error
+		if cur, found, err = d.readLive(ctx, kube.Services, p.ns, p.agent); err != nil {
+			return err
 		}
-		if v.Metadata.Terminating() {
-			return errPending
+	}
+	if found {
+		var v serviceView
+		if err := json.Unmarshal(cur.raw, &v); err != nil {
+			return err
 		}
 		if v.Spec.Selector[labelName] != p.harness {
 			selector = p.inactiveSelector()
 		}
+		services = liveSet{p.agent: cur}
 	}
-	return classify(d.client.Apply(ctx, kube.Services.Path(p.ns, p.agent), p.agentService(selector, ""), nil))
+	return d.ensureObject(ctx, p, services, kube.Services, "Service", p.agentOwner, p.agentService(selector, ""), nil)
 }
 
 type secretMetaView struct {
@@ -548,7 +548,7 @@ func (d *Compute) ActivateRevision(ctx context.Context, rev driver.Revision, rc 
 		return &driver.ActivationPendingError{Code: CodeRevisionNotReady}
 	}
 	if p.dedicated {
-		if err := d.ensure(ctx, p, kube.Services, "Service", p.agentOwner, p.agentService(p.harness, "")); err != nil {
+		if err := d.ensureObject(ctx, p, nil, kube.Services, "Service", p.agentOwner, p.agentService(p.harness, ""), nil); err != nil {
 			if errors.Is(err, errPending) {
 				return &driver.ActivationPendingError{Code: CodeRevisionNotReady}
 			}

@@ -714,7 +714,7 @@ func TestRevisionDedicated(t *testing.T) {
 	}
 	// The switch is guarded: an apply carrying a stale resourceVersion is refused.
 	stale := kubetest.Str(rtGet(t, c, kube.Services, k8s, agentName(agentID)), "metadata", "resourceVersion")
-	if err := d.ensure(context.Background(), p2, kube.Services, "Service", p2.agentOwner, p2.agentService(p2.harness, "")); err != nil {
+	if err := d.ensureObject(context.Background(), p2, nil, kube.Services, "Service", p2.agentOwner, p2.agentService(p2.harness, ""), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Admin().Patch(kube.Services.Path(k8s, agentName(agentID)), kubetest.MergePatch, kubetest.Object{"metadata": kubetest.Object{"labels": kubetest.Object{"touched": "yes"}}}); err != nil {

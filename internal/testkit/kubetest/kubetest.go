@@ -553,7 +553,7 @@ func (c *Cluster) StopAPIServer(t testing.TB) {
 }
 
 // StartAPIServer starts kube-apiserver again on the same port with the same certificates and
-// waits for /readyz.
+// waits for /readyz and for the initial bindings to be authorized again.
 func (c *Cluster) StartAPIServer(t testing.TB) {
 	t.Helper()
 	c.mu.Lock()
@@ -565,6 +565,13 @@ func (c *Cluster) StartAPIServer(t testing.TB) {
 	begin := time.Now()
 	if err := c.startAPIServer(); err != nil {
 		t.Fatalf("kubetest: restart kube-apiserver: %v\n%s", err, c.logTail("kube-apiserver.log", 40))
+	}
+	// /readyz answers before the RBAC authorizer has loaded the bindings: until then every
+	// identity but admin is refused with 403, which a test would take for the server's answer.
+	for _, b := range initialBindings {
+		if err := c.waitBinding(b[0], b[1], "", true); err != nil {
+			t.Fatalf("kubetest: restarted kube-apiserver: %v", err)
+		}
 	}
 	c.note("kube-apiserver restarted in %s", time.Since(begin))
 }

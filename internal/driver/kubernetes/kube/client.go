@@ -42,6 +42,9 @@ type Options struct {
 	FieldManager string
 	// RequestTimeout bounds each request; 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// WrapTransport, when set, wraps the HTTP transport (as client-go's rest.Config does); the
+	// driver tests count the requests of a pass with it.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Client talks to one API server as one identity.
@@ -71,9 +74,13 @@ func New(opts Options) (*Client, error) {
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}
+	var rt http.RoundTripper = transport
+	if opts.WrapTransport != nil {
+		rt = opts.WrapTransport(rt)
+	}
 	return &Client{
 		server:       creds.server,
-		http:         &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		http:         &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		token:        creds.token,
 		fieldManager: opts.FieldManager,
 		timeout:      timeout,
