@@ -86,7 +86,10 @@ func TestClientErrorsThatHelp(t *testing.T) {
 			w.WriteHeader(http.StatusAccepted)
 			fmt.Fprintf(w, `{"data":{"id":%q,"revision":3}}`, rev)
 		case strings.HasSuffix(r.URL.Path, "/deployments/"+rev):
-			polled.Add(1)
+			if polled.Add(1) > 1 {
+				<-r.Context().Done() // the second poll is in flight when the test cancels
+				return
+			}
 			fmt.Fprintf(w, `{"data":{"deploymentId":%q,"status":"queued","progress":{"lastAttempt":null,"nextAttemptAt":null},"error":null,"warnings":[]}}`, rev)
 		case r.URL.Path == "/installation":
 			fmt.Fprint(w, `{"hello":"world"}`)
@@ -112,10 +115,11 @@ func TestClientErrorsThatHelp(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "answered 200 with a body that is not an OCC response. Is --url the OCC API?") {
 		t.Fatalf("not OCC (success): %+v", r)
 	}
-	// Ctrl-C during deploy --wait names the command that follows the deployment.
+	// Ctrl-C during deploy --wait, while a poll is in flight, names the command that follows the
+	// deployment.
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		for polled.Load() == 0 {
+		for polled.Load() < 2 {
 			time.Sleep(10 * time.Millisecond)
 		}
 		cancel()
@@ -250,5 +254,38 @@ func TestClientAuditKeysAccountsAndVersion(t *testing.T) {
 	}
 	if r := mustSucceed(t, api.occ(nil, "version", "-o", "json"), "version json"); jsonField(t, r.stdout, "serverVersion") != "test" {
 		t.Fatalf("version json: %s", r.stdout)
+	}
+}
+
+// TestClientWatchInterruptedDuringAFetch: Ctrl-C while a watch's fetch is in flight ends the watch
+// with exit status 0, as between fetches. The server is a stand-in that answers the first read and
+// holds the second until the client goes away.
+func TestClientWatchInterruptedDuringAFetch(t *testing.T) {
+	t.Parallel()
+	ns := fakeNamespace
+	var reads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/namespaces/"+ns {
+			http.NotFound(w, r)
+			return
+		}
+		if reads.Add(1) > 1 {
+			<-r.Context().Done()
+			return
+		}
+		fmt.Fprintf(w, `{"data":{"id":%q,"name":"team-x","status":"ready","createdAt":"2026-12-03T00:00:00Z","updatedAt":"2026-12-03T00:00:00Z"}}`, ns)
+	}))
+	defer srv.Close()
+	keyFile := writeJSON(t, map[string]any{"data": map[string]any{"key": "occ_sk_test"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for reads.Load() < 2 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	r := runIn(ctx, map[string]string{"OCC_URL": srv.URL, "OCC_SERVICE_KEY_FILE": keyFile}, "", "namespace", "get", ns, "--watch")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("watch interrupted during a fetch: %+v", r)
 	}
 }

@@ -95,6 +95,9 @@ func (p *poller) run(poll func() (observation, error)) error {
 	for {
 		o, err := poll()
 		switch {
+		case err != nil && ctx.Err() != nil:
+			// Ctrl-C while a poll was in flight (the likeliest moment): the same as between polls.
+			return p.stopped()
 		case err != nil && isServerError(err):
 			// keep waiting: the next poll may succeed
 		case err != nil:
@@ -133,11 +136,16 @@ func (p *poller) run(poll func() (observation, error)) error {
 		}
 		select {
 		case <-ctx.Done():
-			fmt.Fprintf(s.env.Stderr, "Stopped waiting; %s continues. Follow it with: %s\n", p.subject, p.followUp)
-			return exitError{Code: exitRequestFailed}
+			return p.stopped()
 		case <-tick.C:
 		}
 	}
+}
+
+// stopped ends a wait that the user interrupted, naming the command that follows the operation.
+func (p *poller) stopped() error {
+	fmt.Fprintf(p.s.env.Stderr, "Stopped waiting; %s continues. Follow it with: %s\n", p.subject, p.followUp)
+	return exitError{Code: exitRequestFailed}
 }
 
 func isServerError(err error) bool {
@@ -167,6 +175,8 @@ func (s *clientSession) watch(t tableSpec, fetch func() ([]json.RawMessage, erro
 	for {
 		raws, err := fetch()
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil // Ctrl-C while a fetch was in flight
 		case err != nil && isServerError(err):
 		case err != nil:
 			return s.fail(err)
