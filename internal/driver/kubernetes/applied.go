@@ -49,27 +49,34 @@ func (d *Compute) listLive(ctx context.Context, res kube.Resource, namespace, se
 	}
 	set := make(liveSet, len(list.Items))
 	for _, raw := range list.Items {
-		var v objectView
-		if err := json.Unmarshal(raw, &v); err != nil {
+		obj, err := decodeLive(raw)
+		if err != nil {
 			return nil, err
 		}
-		set[v.Metadata.Name] = liveObject{meta: v.Metadata, raw: raw}
+		set[obj.meta.Name] = obj
 	}
 	return set, nil
 }
 
-// readLive GETs one object; found is false on 404.
-func (d *Compute) readLive(ctx context.Context, res kube.Resource, namespace, name string) (liveObject, bool, error) {
+// decodeLive keeps raw with its decoded metadata.
+func decodeLive(raw json.RawMessage) (liveObject, error) {
+	var v objectView
+	err := json.Unmarshal(raw, &v)
+	return liveObject{meta: v.Metadata, raw: raw}, err
+}
+
+// lookup returns the object of res named name: from live when it was listed there, or else read
+// by name (it may exist without the labels the list selected on). found is false on 404.
+func (d *Compute) lookup(ctx context.Context, live liveSet, res kube.Resource, namespace, name string) (obj liveObject, found bool, err error) {
+	if obj, found = live[name]; found {
+		return obj, true, nil
+	}
 	var raw json.RawMessage
-	found, err := d.read(ctx, res, namespace, name, &raw)
-	if err != nil || !found {
+	if found, err = d.read(ctx, res, namespace, name, &raw); err != nil || !found {
 		return liveObject{}, found, err
 	}
-	var v objectView
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return liveObject{}, false, err
-	}
-	return liveObject{meta: v.Metadata, raw: raw}, true, nil
+	obj, err = decodeLive(raw)
+	return obj, err == nil, err
 }
 
 // ensureObject server-side applies obj (an object of res owned by o) after proving that an
@@ -78,12 +85,9 @@ func (d *Compute) readLive(ctx context.Context, res kube.Resource, namespace, na
 // for which hold (nil: none) is true, is waited out.
 func (d *Compute) ensureObject(ctx context.Context, p *plan, live liveSet, res kube.Resource, kind string, o owner, obj kube.Object, hold func(kube.Meta) bool) error {
 	name := objectName(obj)
-	cur, found := live[name]
-	if !found {
-		var err error
-		if cur, found, err = d.readLive(ctx, res, p.ns, name); err != nil {
-			return err
-		}
+	cur, found, err := d.lookup(ctx, live, res, p.ns, name)
+	if err != nil {
+		return err
 	}
 	if found {
 		if !o.owns(cur.meta) {
@@ -106,11 +110,11 @@ func (d *Compute) ensureObject(ctx context.Context, p *plan, live liveSet, res k
 	if err := d.client.Apply(ctx, path, obj, &out); err != nil {
 		return classify(err)
 	}
-	var v objectView
-	if err := json.Unmarshal(out, &v); err != nil {
+	applied, err := decodeLive(out)
+	if err != nil {
 		return err
 	}
-	d.applied.record(path, digest, v.Metadata)
+	d.applied.record(path, digest, applied.meta)
 	p.observed(res, name, out)
 	return nil
 }

@@ -254,12 +254,9 @@ func (d *Compute) ensureGateway(ctx context.Context, p *plan, deployments liveSe
 // Services.
 func (d *Compute) ensureAgentService(ctx context.Context, p *plan, services liveSet) error {
 	selector := p.harness
-	cur, found := services[p.agent]
-	if !found {
-		var err error
-		if cur, found, err = d.readLive(ctx, kube.Services, p.ns, p.agent); err != nil {
-			return err
-		}
+	cur, found, err := d.lookup(ctx, services, kube.Services, p.ns, p.agent)
+	if err != nil {
+		return err
 	}
 	if found {
 		var v serviceView
@@ -269,7 +266,7 @@ func (d *Compute) ensureAgentService(ctx context.Context, p *plan, services live
 		if v.Spec.Selector[labelName] != p.harness {
 			selector = p.inactiveSelector()
 		}
-		services = liveSet{p.agent: cur}
+		services = liveSet{p.agent: cur} // read once: ensureObject judges the same object
 	}
 	return d.ensureObject(ctx, p, services, kube.Services, "Service", p.agentOwner, p.agentService(selector, ""), nil)
 }

@@ -568,10 +568,8 @@ func (c *Cluster) StartAPIServer(t testing.TB) {
 	}
 	// /readyz answers before the RBAC authorizer has loaded the bindings: until then every
 	// identity but admin is refused with 403, which a test would take for the server's answer.
-	for _, b := range initialBindings {
-		if err := c.waitBinding(b[0], b[1], "", true); err != nil {
-			t.Fatalf("kubetest: restarted kube-apiserver: %v", err)
-		}
+	if err := c.waitInitialBindings(); err != nil {
+		t.Fatalf("kubetest: restarted kube-apiserver: %v", err)
 	}
 	c.note("kube-apiserver restarted in %s", time.Since(begin))
 }

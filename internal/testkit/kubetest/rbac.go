@@ -95,6 +95,11 @@ func (c *Cluster) setupRBAC() error {
 			return err
 		}
 	}
+	return c.waitInitialBindings()
+}
+
+// waitInitialBindings waits until the authorizer applies every initial binding.
+func (c *Cluster) waitInitialBindings() error {
 	for _, b := range initialBindings {
 		if err := c.waitBinding(b[0], b[1], "", true); err != nil {
 			return err
