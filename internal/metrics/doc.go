@@ -11,15 +11,14 @@
 //	occ_agent_operation_duration_seconds{operation}                histogram (worker; deploy and stop present)
 //	occ_work_pending                                               gauge     (worker; read per scrape)
 //	occ_work_oldest_pending_age_seconds                            gauge     (worker; read per scrape)
-//	occ_agents{lifecycle_state}                                    gauge     (worker; all six states once counted)
+//	occ_agents{lifecycle_state}                                    gauge     (worker; all six states, read per scrape)
 //
-// The worker's pending gauges come from store.WorkPending, one read-only statement per scrape on
-// the pool from NewPool (two connections, 500 ms connect timeout, 1500 ms statement timeout,
-// read-only transactions). Concurrent scrapes share one collection. When it fails the scrape
-// answers 503 with no metrics at all, and the connection is discarded. occ_agents is a pass over
-// every Agent: a scrape starts a background recount (store.AgentStatesWithin, its own 30 s timeout)
-// when the last one is 30 s old, and reports the last count; the series are absent until the first
-// count finished. API scrapes never touch the database.
+// The worker's gauges come from store.WorkBacklog, two read-only statements per scrape on the pool
+// from NewPool (two connections, 500 ms connect timeout, 1500 ms statement timeout, read-only
+// transactions). Concurrent scrapes share one collection. When it fails the scrape answers 503
+// with no metrics at all, and the connection is discarded. occ_agents reads six counters and the
+// Agents changed since the worker last folded them (about once a second), so its cost does not
+// grow with the number of Agents (store.AgentStates). API scrapes never touch the database.
 //
 // Label values outside the documented sets are dropped rather than recorded, so a caller bug can
 // never grow the label space: ObserveAttempt ignores unknown work kinds and outcomes,

@@ -39,9 +39,6 @@ func TestMetricsPoolIsReadOnlyAndBounded(t *testing.T) {
 	if _, err := store.WorkBacklog(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	if states, err := store.AgentStatesWithin(ctx, pool, 30*time.Second); err != nil || len(states) != 6 {
-		t.Fatalf("AgentStatesWithin: %v %v", states, err)
-	}
 	_, err = pool.Exec(ctx, `SELECT pg_sleep(5)`)
 	if state, _ := store.ServerErrorCode(err); state != "57014" {
 		t.Fatalf("a slow statement: %v (state %s), want statement timeout", err, state)

@@ -28,7 +28,7 @@ func StartWorker(ctx context.Context, addr, databaseURL string, logger *slog.Log
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	reg := NewRegistry(ServiceWorker)
-	m := NewWorkerMetrics(reg, PoolBacklog(ctx, pool))
+	m := NewWorkerMetrics(reg, PoolBacklog(pool))
 	l, err := Listen(addr, Handler(reg))
 	if err != nil {
 		cancel()

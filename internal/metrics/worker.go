@@ -31,29 +31,17 @@ const BacklogTimeout = PoolConnectTimeout + PoolStatementTimeout
 // BacklogFunc reads the worker gauges; PoolBacklog is the production one.
 type BacklogFunc func(ctx context.Context) (store.Backlog, error)
 
-// Agent lifecycle counts are one pass over every Agent (about 10 µs each), too slow for every
-// scrape of a large Installation: PoolBacklog refreshes them in the background, at most every
-// AgentStatesRefresh, each refresh bounded by AgentStatesTimeout.
-const (
-	AgentStatesRefresh = 30 * time.Second
-	AgentStatesTimeout = 30 * time.Second
-)
-
-// PoolBacklog reads the worker gauges on pool (normally NewPool): the pending work on
-// every call (store.WorkPending), and the Agent lifecycle counts from a background refresh that a
-// call starts when the last one is older than AgentStatesRefresh (Agents is nil until the first
-// refresh finished). A connection whose pending read failed is closed rather than returned to the
-// pool. Refreshes stop when ctx ends.
-func PoolBacklog(ctx context.Context, pool *pgxpool.Pool) BacklogFunc {
-	s := &agentStateCache{ctx: ctx, pool: pool}
-	return func(callCtx context.Context) (store.Backlog, error) {
-		s.refreshIfStale()
-		conn, err := pool.Acquire(callCtx)
+// PoolBacklog reads the worker gauges on pool (normally NewPool) on every call: the pending work
+// (store.WorkPending) and the Agent lifecycle counts (store.AgentStates, counters kept by the
+// worker's folds), both cheap whatever the number of Agents. A connection whose read failed is
+// closed rather than returned to the pool.
+func PoolBacklog(pool *pgxpool.Pool) BacklogFunc {
+	return func(ctx context.Context) (store.Backlog, error) {
+		conn, err := pool.Acquire(ctx)
 		if err != nil {
 			return store.Backlog{}, err
 		}
-		var b store.Backlog
-		b.Pending, b.OldestPendingAgeSeconds, err = store.WorkPending(callCtx, conn)
+		b, err := store.WorkBacklog(ctx, conn)
 		if err != nil {
 			raw := conn.Hijack()
 			closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -62,46 +50,8 @@ func PoolBacklog(ctx context.Context, pool *pgxpool.Pool) BacklogFunc {
 			return store.Backlog{}, err
 		}
 		conn.Release()
-		b.Agents = s.snapshot()
 		return b, nil
 	}
-}
-
-// agentStateCache holds the last Agent lifecycle counts and runs at most one refresh at a time.
-type agentStateCache struct {
-	ctx  context.Context
-	pool *pgxpool.Pool
-
-	mu         sync.Mutex
-	states     map[string]int64
-	attempted  time.Time // start of the last refresh, successful or not
-	refreshing bool
-}
-
-func (s *agentStateCache) refreshIfStale() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.refreshing || s.ctx.Err() != nil || (!s.attempted.IsZero() && time.Since(s.attempted) < AgentStatesRefresh) {
-		return
-	}
-	s.refreshing, s.attempted = true, time.Now()
-	go func() {
-		ctx, cancel := context.WithTimeout(s.ctx, AgentStatesTimeout)
-		defer cancel()
-		states, err := store.AgentStatesWithin(ctx, s.pool, AgentStatesTimeout)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.refreshing = false
-		if err == nil {
-			s.states = states // a failed refresh keeps the previous counts until the next one
-		}
-	}()
-}
-
-func (s *agentStateCache) snapshot() map[string]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.states
 }
 
 // WorkerMetrics holds the worker families. Its methods are safe for concurrent use.
@@ -223,9 +173,6 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(b.Pending))
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, max(b.OldestPendingAgeSeconds, 0))
-	if b.Agents == nil {
-		return // not counted yet (PoolBacklog's first refresh is still running)
-	}
 	for _, state := range store.AgentLifecycleStates() {
 		ch <- prometheus.MustNewConstMetric(c.agents, prometheus.GaugeValue, float64(b.Agents[state]), state)
 	}

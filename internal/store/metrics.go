@@ -2,11 +2,9 @@ package store
 
 import (
 	"context"
-	"strconv"
-	"time"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Agent lifecycle states of the occ_agents gauge.
@@ -35,26 +33,7 @@ type Backlog struct {
 	Agents map[string]int64
 }
 
-// workPendingSQL reads the pending work; agentStatesSQL below the Agent lifecycle states.
-//
-// Agent lifecycle state, first match wins, from the Agent row, its newest revision's deploy work
-// (key agent_revision:<rev>:reconcile) and its stop and delete work:
-//
-//	stopping   stop or delete work is queued or claimed
-//	failed     the Agent is deleting, or stopped, and its latest stop or delete work failed permanently
-//	stopping   the Agent is deleting (its delete work is not failed)
-//	stopped    desired stopped and at least one revision exists
-//	draft      desired stopped and never deployed (no revision)
-//	deploying  desired running and the newest revision's deploy work is queued, claimed or not
-//	           written yet (for example still in provisioning)
-//	running    desired running and that work succeeded with REVISION_ACTIVATED or
-//	           REVISION_ALREADY_ACTIVE
-//	failed     desired running and that work failed permanently or succeeded without activating
-//	           (the deployment status projection's "failed")
-//
-// A replacement deployment of a running Agent counts as deploying until it finishes; a failed
-// replacement counts as failed although the previous revision may still serve (there is no
-// rollback). Maintenance work does not change the state.
+// workPendingSQL reads the pending work and the age of its oldest item.
 const workPendingSQL = `
 WITH pending AS (
   -- One branch per state, so each can use that state's partial index.
@@ -68,66 +47,68 @@ SELECT p.n,
             ELSE greatest(extract(epoch FROM clock_timestamp() - p.oldest), 0)::float8 END
   FROM pending p`
 
-// agentStatesSQL counts Agents per lifecycle state: one pass over every Agent (about 10 µs each).
+// The Agent lifecycle state is defined once, by the view occ.agent_lifecycle_now (migration
+// 0012). occ.agent_lifecycle holds each Agent's state as of the last fold, occ.agent_lifecycle_counts
+// the Agents per state as of the last fold, and occ.agent_lifecycle_changes the Agents whose state
+// may have moved since (appended by triggers in the transactions that changed them).
+//
+// agentMovesSQL follows a CTE named changed (the marked Agent ids, duplicates allowed): moves holds
+// each marked Agent whose state differs from its folded one (was is NULL for an Agent never
+// folded, now is NULL for one that is gone), deltas the resulting change of each counter. Both
+// lookups are per marked Agent (LIMIT 1 keeps the planner from joining the view with every
+// Agent), so the cost follows the marks, whatever the statistics say.
+const agentMovesSQL = `
+moves AS (
+  SELECT c.agent_id, prev.lifecycle_state AS was, cur.lifecycle_state AS now
+    FROM (SELECT DISTINCT agent_id FROM changed) c
+    LEFT JOIN LATERAL (
+      SELECT n.lifecycle_state FROM occ.agent_lifecycle_now n WHERE n.agent_id = c.agent_id LIMIT 1
+    ) cur ON true
+    LEFT JOIN LATERAL (
+      SELECT l.lifecycle_state FROM occ.agent_lifecycle l WHERE l.agent_id = c.agent_id LIMIT 1
+    ) prev ON true
+   WHERE cur.lifecycle_state IS DISTINCT FROM prev.lifecycle_state
+), deltas AS (
+  SELECT m.lifecycle_state, sum(m.delta)::bigint AS delta
+    FROM (SELECT was AS lifecycle_state, -1 AS delta FROM moves WHERE was IS NOT NULL
+          UNION ALL
+          SELECT now, 1 FROM moves WHERE now IS NOT NULL) m
+   GROUP BY m.lifecycle_state
+)`
+
+// agentStatesSQL reads the counters plus the moves of the Agents marked since the last fold: its
+// cost follows the changes since that fold, not the number of Agents.
 const agentStatesSQL = `
-WITH open_stops AS (
-  -- Agents with open stop or delete work: a small set (controller_work_open_stops, migration 0003).
-  SELECT DISTINCT w.agent_id FROM occ.controller_work w
-   WHERE w.state IN ('queued', 'claimed') AND w.revision_id IS NULL AND w.agent_target IN ('stopped', 'deleted')
-), agent_states AS (
-  SELECT CASE
-           WHEN lifecycle.open_stop THEN 'stopping'
-           WHEN (a.status = 'deleting' OR a.desired_runtime_state = 'stopped')
-                AND lifecycle.latest_stop_state = 'failed_permanent' THEN 'failed'
-           WHEN a.status = 'deleting' THEN 'stopping'
-           WHEN a.desired_runtime_state = 'stopped' AND newest.id IS NOT NULL THEN 'stopped'
-           WHEN a.desired_runtime_state = 'stopped' THEN 'draft'
-           WHEN deploy.state IS NULL OR deploy.state IN ('queued', 'claimed') THEN 'deploying'
-           WHEN deploy.state = 'succeeded'
-                AND deploy.reason_code IN ('REVISION_ACTIVATED', 'REVISION_ALREADY_ACTIVE') THEN 'running'
-           ELSE 'failed'
-         END AS lifecycle_state
-    FROM occ.agents a
-    LEFT JOIN LATERAL (
-      SELECT r.id
-        FROM occ.agent_revisions r
-       WHERE r.agent_id = a.id
-       ORDER BY r.revision_number DESC
-       LIMIT 1
-    ) newest ON true
-    -- Deploy work matters only for a live Agent that should run (the CASE reads it last). A
-    -- primary-key probe per such Agent; LIMIT 1 (the key is unique) keeps the planner from turning
-    -- it into a hash join over the whole work table.
-    LEFT JOIN LATERAL (
-      SELECT w.state, w.reason_code
-        FROM occ.controller_work w
-       WHERE a.status <> 'deleting' AND a.desired_runtime_state = 'running'
-         AND w.idempotency_key = 'agent_revision:' || newest.id || ':reconcile'
-       LIMIT 1
-    ) deploy ON true
-    -- Stop/delete history: whether one is open (a hashed set, read once), and the newest row only,
-    -- index-only through controller_work_agent_stops (migration 0003), so the cost per Agent does
-    -- not grow with its history; the newest row is read only for an Agent for which the CASE
-    -- reads it (deleting or stopped).
-    LEFT JOIN LATERAL (
-      SELECT a.id IN (SELECT o.agent_id FROM open_stops o) AS open_stop,
-             (SELECT w.state
-                FROM occ.controller_work w
-               WHERE (a.status = 'deleting' OR a.desired_runtime_state = 'stopped')
-                 AND w.agent_id = a.id
-                 AND w.revision_id IS NULL
-                 AND w.agent_target IN ('stopped', 'deleted')
-               ORDER BY w.created_at DESC, w.idempotency_key DESC
-               LIMIT 1) AS latest_stop_state
-    ) lifecycle ON true
+WITH changed AS (
+  SELECT agent_id FROM occ.agent_lifecycle_changes
+), ` + agentMovesSQL + `
+SELECT c.lifecycle_state, c.agents + coalesce(d.delta, 0)
+  FROM occ.agent_lifecycle_counts c
+  LEFT JOIN deltas d ON d.lifecycle_state = c.lifecycle_state`
+
+// foldAgentLifecycleSQL deletes the marks it can see and applies their moves to occ.agent_lifecycle
+// and the counters, in one statement and so from one snapshot: a mark committed after it stays for
+// the next fold, and each change it read had its mark deleted here. Folds must not overlap (see
+// FoldAgentLifecycle).
+const foldAgentLifecycleSQL = `
+WITH changed AS (
+  DELETE FROM occ.agent_lifecycle_changes RETURNING agent_id
+), ` + agentMovesSQL + `, stored AS (
+  INSERT INTO occ.agent_lifecycle (agent_id, lifecycle_state)
+  SELECT m.agent_id, m.now FROM moves m WHERE m.now IS NOT NULL
+  ON CONFLICT (agent_id) DO UPDATE SET lifecycle_state = excluded.lifecycle_state
+), removed AS (
+  DELETE FROM occ.agent_lifecycle l USING moves m WHERE l.agent_id = m.agent_id AND m.now IS NULL
+), counted AS (
+  UPDATE occ.agent_lifecycle_counts c SET agents = c.agents + d.delta
+    FROM deltas d
+   WHERE c.lifecycle_state = d.lifecycle_state AND d.delta <> 0
 )
-SELECT count(*) FILTER (WHERE s.lifecycle_state = 'draft'),
-       count(*) FILTER (WHERE s.lifecycle_state = 'deploying'),
-       count(*) FILTER (WHERE s.lifecycle_state = 'running'),
-       count(*) FILTER (WHERE s.lifecycle_state = 'stopping'),
-       count(*) FILTER (WHERE s.lifecycle_state = 'stopped'),
-       count(*) FILTER (WHERE s.lifecycle_state = 'failed')
-  FROM agent_states s`
+SELECT (SELECT count(*) FROM changed), (SELECT count(*) FROM moves)`
+
+// recountAgentStatesSQL derives every Agent's state: one pass over every Agent (about 10 µs each).
+const recountAgentStatesSQL = `
+SELECT n.lifecycle_state, count(*) FROM occ.agent_lifecycle_now n GROUP BY n.lifecycle_state`
 
 // WorkPending reads the cheap gauges: the pending work and the age of its oldest item.
 func WorkPending(ctx context.Context, db DBTX) (pending int64, oldestAgeSeconds float64, err error) {
@@ -135,33 +116,63 @@ func WorkPending(ctx context.Context, db DBTX) (pending int64, oldestAgeSeconds 
 	return pending, oldestAgeSeconds, err
 }
 
-// AgentStates counts Agents per lifecycle state (every state of AgentLifecycleStates is present).
-// Its cost grows with the number of Agents: the worker's metrics refresh it in the background,
-// not on every scrape.
+// AgentStates counts Agents per lifecycle state (every state of AgentLifecycleStates is present),
+// from the counters and the changes since the last fold: one read-only statement whose cost does
+// not grow with the number of Agents.
 func AgentStates(ctx context.Context, db DBTX) (map[string]int64, error) {
-	var draft, deploying, running, stopping, stopped, failed int64
-	if err := db.QueryRow(ctx, agentStatesSQL).Scan(&draft, &deploying, &running, &stopping, &stopped, &failed); err != nil {
-		return nil, err
-	}
-	return map[string]int64{
-		AgentDraft: draft, AgentDeploying: deploying, AgentRunning: running,
-		AgentStopping: stopping, AgentStopped: stopped, AgentFailed: failed,
-	}, nil
+	return agentStateCounts(ctx, db, agentStatesSQL)
 }
 
-// AgentStatesWithin runs AgentStates in a read-only transaction of its own whose statement timeout
-// is timeout: the metrics pool's 1.5 s is too short for it at about 150 000 Agents.
-func AgentStatesWithin(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) (map[string]int64, error) {
-	var states map[string]int64
-	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`, strconv.FormatInt(timeout.Milliseconds(), 10)); err != nil {
+// RecountAgentStates derives the same counts from every Agent's rows. Its cost grows with the
+// number of Agents; it is the reference the counters are checked against.
+func RecountAgentStates(ctx context.Context, db DBTX) (map[string]int64, error) {
+	return agentStateCounts(ctx, db, recountAgentStatesSQL)
+}
+
+func agentStateCounts(ctx context.Context, db DBTX, sql string) (map[string]int64, error) {
+	states := map[string]int64{}
+	for _, s := range AgentLifecycleStates() {
+		states[s] = 0
+	}
+	rows, err := db.Query(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	var state string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {
+		if _, ok := states[state]; !ok {
+			return fmt.Errorf("store: unknown Agent lifecycle state %q", state)
+		}
+		states[state] = n
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return states, nil
+}
+
+// AgentLifecycleFold says what one FoldAgentLifecycle did.
+type AgentLifecycleFold struct {
+	Changes int64 // marks folded (an Agent changed twice has two)
+	Moves   int64 // Agents whose state moved, appeared or disappeared
+}
+
+// FoldAgentLifecycle moves the Agents changed since the last fold between the counters and
+// deletes their marks, in a transaction of its own. Folds of several workers take turns on a lock
+// only folds take (EXCLUSIVE on the counters, which reads do not wait for); the fold statement
+// starts after the lock is held, so it sees what the previous fold committed.
+func FoldAgentLifecycle(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}) (AgentLifecycleFold, error) {
+	var f AgentLifecycleFold
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `LOCK TABLE occ.agent_lifecycle_counts IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}
-		var err error
-		states, err = AgentStates(ctx, tx)
-		return err
+		return tx.QueryRow(ctx, foldAgentLifecycleSQL).Scan(&f.Changes, &f.Moves)
 	})
-	return states, err
+	return f, err
 }
 
 // WorkBacklog reads every worker gauge at once (WorkPending, then AgentStates).

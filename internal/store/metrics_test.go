@@ -190,6 +190,10 @@ func TestWorkBacklogLifecycleStates(t *testing.T) {
 	if !maps.Equal(b.Agents, want) {
 		t.Errorf("agents %v, want %v", b.Agents, want)
 	}
+	if recounted, err := store.RecountAgentStates(context.Background(), db.App(t)); err != nil || !maps.Equal(recounted, want) {
+		t.Errorf("recount %v (%v), want %v", recounted, err, want)
+	}
+	checkFolded(t, context.Background(), db.App(t), db.Owner(t))
 	if b.Pending != w.pending {
 		t.Errorf("pending %d, want %d", b.Pending, w.pending)
 	}

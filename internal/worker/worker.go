@@ -21,6 +21,7 @@ import (
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/store"
 )
 
 // Recorder receives per-pass measurements (internal/metrics implements it).
@@ -90,6 +91,9 @@ type Worker struct {
 	healthMu     sync.Mutex
 	lastHealth   time.Time
 	lastLive     time.Time
+	foldMu       sync.Mutex
+	lastFold     time.Time // start of the last Agent lifecycle fold
+	folding      bool
 	hooks        hooks // verification hooks: the event log, or noHooks
 }
 
@@ -149,6 +153,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.touchLiveness(false)
 		claimed := w.round(ctx, runCtx)
 		w.health(runCtx)
+		w.foldAgentLifecycle(runCtx)
 		if claimed == 0 {
 			w.idle(ctx)
 		}
@@ -435,6 +440,34 @@ func (w *Worker) health(ctx context.Context) {
 	w.lastHealth = time.Now()
 	w.writeMarker(w.cfg.ReadinessPath)
 	w.log.Debug("worker.health", "status", "ready", "pending", pending)
+}
+
+// agentLifecycleFoldGap spaces the folds of the Agent lifecycle changes into the occ_agents
+// counters. A scrape recomputes the Agents changed since the last fold, so the gap bounds its cost
+// by the changes of about one second.
+const agentLifecycleFoldGap = time.Second
+
+// foldAgentLifecycle starts a fold in the background when the last one started a gap ago and has
+// finished. A failed fold leaves its marks for the next one; scrapes stay exact meanwhile.
+func (w *Worker) foldAgentLifecycle(ctx context.Context) {
+	w.foldMu.Lock()
+	defer w.foldMu.Unlock()
+	if w.folding || time.Since(w.lastFold) < agentLifecycleFoldGap {
+		return
+	}
+	w.folding, w.lastFold = true, time.Now()
+	w.spawn(func() {
+		defer func() {
+			w.foldMu.Lock()
+			w.folding = false
+			w.foldMu.Unlock()
+		}()
+		fctx, cancel := context.WithTimeout(ctx, w.cfg.DatabaseTimeout)
+		defer cancel()
+		if _, err := store.FoldAgentLifecycle(fctx, w.pool); err != nil && ctx.Err() == nil {
+			w.log.Error("worker.error", "code", "AGENT_COUNTS_UNAVAILABLE", "errorClass", driver.ErrorClass(err))
+		}
+	})
 }
 
 // touchLiveness rewrites the liveness marker, at most once per marker gap unless forced.

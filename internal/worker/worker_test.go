@@ -498,3 +498,33 @@ func TestShutdownInterruptsTheHangingPass(t *testing.T) {
 		t.Fatal("the interrupted claim was released instead of left to lease recovery")
 	}
 }
+
+// TestWorkerFoldsAgentLifecycleChanges: the worker folds the Agents' lifecycle changes into the
+// occ_agents counters about once a second; a fold that fails is reported and retried.
+func TestWorkerFoldsAgentLifecycleChanges(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	a := h.fx.Agent(store.AgentRow{NamespaceID: h.defaultNS})
+	if _, err := h.owner.Exec(context.Background(), `REVOKE DELETE ON occ.agent_lifecycle_changes FROM `+pgtest.AppRole); err != nil {
+		t.Fatal(err)
+	}
+	w := h.start(workerOptions{})
+	wait.Eventually(t, wait.Short, "a failed fold reported", func() bool {
+		for _, ev := range w.logs.Events("worker.error") {
+			if ev["code"] == "AGENT_COUNTS_UNAVAILABLE" {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := h.owner.Exec(context.Background(), `GRANT DELETE ON occ.agent_lifecycle_changes TO `+pgtest.AppRole); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, wait.Short, "the Agent folded", func() bool {
+		return h.count(`SELECT count(*) FROM occ.agent_lifecycle_changes`) == 0 &&
+			h.scalar(`SELECT lifecycle_state FROM occ.agent_lifecycle WHERE agent_id = $1`, a.ID) == "draft"
+	})
+	if n := h.count(`SELECT agents FROM occ.agent_lifecycle_counts WHERE lifecycle_state = 'draft'`); n != 1 {
+		t.Fatalf("%d draft Agents counted", n)
+	}
+}

@@ -44,7 +44,7 @@ const (
 
 // largeTables may never be read by a Seq Scan in a hot plan.
 var largeTables = []string{"controller_work", "audit_events", "agents", "agent_revisions",
-	"iam_access_bindings", "iam_identities", "namespaces"}
+	"iam_access_bindings", "iam_identities", "namespaces", "agent_lifecycle"}
 
 type config struct {
 	databaseURL string
@@ -428,11 +428,20 @@ func operations(f fixture) []operation {
 				_, _, err := store.WorkPending(ctx, db)
 				return err
 			}},
-		{name: "AgentStates (background recount)", iterations: 10,
-			// The metric counts every Agent by lifecycle state: it reads all of occ.agents by design.
-			allowSeq: []string{"agents"},
+		{name: "AgentStates (metrics pool, every scrape)", metrics: true,
 			run: func(ctx context.Context, db *pgxpool.Pool, i int) error {
 				_, err := store.AgentStates(ctx, db)
+				return err
+			}},
+		{name: "FoldAgentLifecycle (worker, every second)", run: func(ctx context.Context, db *pgxpool.Pool, i int) error {
+			_, err := store.FoldAgentLifecycle(ctx, db)
+			return err
+		}},
+		{name: "RecountAgentStates (what a scrape cost before decision 41)", iterations: 10,
+			// The recount derives every Agent's state: it reads all of occ.agents by design.
+			allowSeq: []string{"agents"},
+			run: func(ctx context.Context, db *pgxpool.Pool, i int) error {
+				_, err := store.RecountAgentStates(ctx, db)
 				return err
 			}},
 	}

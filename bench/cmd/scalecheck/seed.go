@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/openclaw/occ/internal/store"
 )
 
 // seedSQL fills one migrated database, as the owner, with set-based statements only. Helper
@@ -145,5 +147,13 @@ func seed(ctx context.Context, owner *pgx.Conn, c config) error {
 		}
 		logf("seeded %-17s %6.1fs", s.name, time.Since(start).Seconds())
 	}
+	// The seed's writes marked every Agent; the first fold counts them all, as migration 0012
+	// does for the Agents of an existing installation.
+	start := time.Now()
+	f, err := store.FoldAgentLifecycle(ctx, owner)
+	if err != nil {
+		return fmt.Errorf("seed: fold the Agent lifecycle changes: %w", err)
+	}
+	logf("folded %d lifecycle changes of %d Agents in %.1fs", f.Changes, f.Moves, time.Since(start).Seconds())
 	return nil
 }

@@ -61,6 +61,13 @@ GRANT UPDATE (staged_values, staged_workspace_files, status, phase, run, revisio
 
 GRANT SELECT, INSERT ON occ.audit_events TO {{app_role}};
 
+-- Derived Agent lifecycle counts (migration 0012): the triggers append the changes as the owner;
+-- the worker's fold moves them into the counters, a scrape reads them.
+GRANT SELECT ON occ.agent_lifecycle_now TO {{app_role}};
+GRANT SELECT, INSERT, UPDATE, DELETE ON occ.agent_lifecycle TO {{app_role}};
+GRANT SELECT, UPDATE ON occ.agent_lifecycle_counts TO {{app_role}};
+GRANT SELECT, DELETE ON occ.agent_lifecycle_changes TO {{app_role}};
+
 -- Value-rule helpers used by CHECK constraints and queries.
 GRANT EXECUTE ON FUNCTION occ.is_prefixed_id(text, text), occ.is_valid_name(text), occ.is_opaque_id(text),
   occ.is_runtime_token(jsonb), occ.is_iso_timestamp(jsonb), occ.is_runtime_failure(jsonb, boolean),
