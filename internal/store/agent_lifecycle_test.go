@@ -13,6 +13,7 @@ import (
 
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/fixture"
 	"github.com/openclaw/occ/internal/testkit/pgtest"
 )
 
@@ -326,4 +327,53 @@ DELETE FROM occ.schema_migrations WHERE version = 12`); err != nil {
 		t.Fatalf("after the migration: %v %v, want %v", got, err, want)
 	}
 	checkFolded(t, ctx, app, owner)
+}
+
+// BenchmarkLifecycleMarks measures what the lifecycle triggers add to an Agent's writes: each
+// iteration creates an Agent, admits a revision, writes its deploy work, sets it running and
+// completes the work, on a database with the triggers and on one where the owner dropped them
+// (the anchor, in the same run):
+//
+//	go test -run '^$' -bench LifecycleMarks ./internal/store
+func BenchmarkLifecycleMarks(b *testing.B) {
+	for _, marked := range []bool{true, false} {
+		name := "marked"
+		if !marked {
+			name = "unmarked"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			db := pgtest.New(b)
+			app := db.App(b)
+			if !marked {
+				if _, err := db.Owner(b).Exec(ctx, `
+DROP TRIGGER agents_lifecycle_insert_delete ON occ.agents;
+DROP TRIGGER agents_lifecycle_update ON occ.agents;
+DROP TRIGGER agent_revisions_lifecycle ON occ.agent_revisions;
+DROP TRIGGER controller_work_lifecycle_insert ON occ.controller_work;
+DROP TRIGGER controller_work_lifecycle_update ON occ.controller_work`); err != nil {
+					b.Fatal(err)
+				}
+			}
+			fx := fixture.New(b, app)
+			ns := fx.Namespace().ID
+			cfg := fx.Configuration(ns).ID
+			b.ResetTimer()
+			for b.Loop() {
+				a := fx.Agent(store.AgentRow{NamespaceID: ns, ConfigurationID: cfg})
+				r := fx.Revision(a, nil)
+				for _, stmt := range []string{
+					`INSERT INTO occ.controller_work (idempotency_key, namespace_id, agent_id, revision_id, actor_id)
+					 VALUES ('agent_revision:' || $3 || ':reconcile', $1, $2, $3, 'prn_bench')`,
+					`UPDATE occ.agents SET desired_runtime_state = 'running' WHERE id = $2 AND namespace_id = $1 AND $3 <> ''`,
+					`UPDATE occ.controller_work SET state = 'succeeded', completed_at = clock_timestamp(), reason_code = 'REVISION_ACTIVATED'
+					 WHERE idempotency_key = 'agent_revision:' || $3 || ':reconcile' AND namespace_id = $1 AND agent_id = $2`,
+				} {
+					if _, err := app.Exec(ctx, stmt, ns, a.ID, r.ID); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
 }
