@@ -20,13 +20,14 @@ const (
 )
 
 // classify turns a client error into the driver error the worker understands:
-//   - no answer, HTTP 429 or 5xx: *driver.TransientDependencyError (the worker waits; no attempt
+//   - no answer, HTTP 429 or 5xx, or a 401 or 403 soon after a request that got no answer (a
+//     restarted kube-apiserver refuses everyone until its RBAC authorizer has loaded:
+//     kube.APIError.AfterOutage): *driver.TransientDependencyError (the worker waits; no attempt
 //     is spent);
 //   - a server certificate that does not verify: *driver.RetryableError KUBERNETES_TLS_UNTRUSTED;
 //   - any other HTTP status: *driver.RetryableError KUBERNETES_API_REJECTED with the status and
 //     the Status reason, never the server's message. Revision operations retry it with backoff
-//     (only configuration, ownership and Harness errors are permanent there); a
-//     kube-apiserver that is starting answers 403 for a moment before its RBAC cache is filled.
+//     (only configuration, ownership and Harness errors are permanent there).
 //
 // Errors that are not from the client pass through unchanged. Namespace operations use
 // classifyNamespace.

@@ -414,12 +414,15 @@ func TestNamespaceFailureObservations(t *testing.T) {
 		{"Unreachable", &kube.TransportError{Code: "ECONNREFUSED"}, driver.FailureRetryable, "The Kubernetes API server is unreachable."},
 		{"Timeout", &kube.TransportError{Code: "TIMEOUT"}, driver.FailureRetryable, "The Kubernetes API server is unreachable."},
 		{"Forbidden", &kube.APIError{Status: 403, Reason: "Forbidden", Message: secret}, driver.FailurePermanent, "A Namespace preparation request failed with HTTP status 403."},
+		// A restarted API server refuses everyone until its RBAC authorizer has loaded.
+		{"ForbiddenJustAfterAnOutage", &kube.APIError{Status: 403, Reason: "Forbidden", Message: secret, AfterOutage: true}, driver.FailureRetryable, "A Namespace preparation request failed with HTTP status 403."},
 		{"Invalid", &kube.APIError{Status: 422, Reason: "Invalid", Message: secret}, driver.FailurePermanent, "A Namespace preparation request failed with HTTP status 422."},
 		{"Conflict", &kube.APIError{Status: 409, Reason: "Conflict", Message: secret}, driver.FailureRetryable, "A Namespace preparation request failed with HTTP status 409."},
 		{"Unavailable", &kube.APIError{Status: 503, Message: secret}, driver.FailureRetryable, "A Namespace preparation request failed with HTTP status 503."},
 		{"ClassifiedUnavailable", classify(&kube.APIError{Status: 500, Message: secret}), driver.FailureRetryable, "A Namespace preparation request failed with HTTP status 500."},
 		{"ClassifiedUnreachable", classify(&kube.TransportError{Code: "ECONNRESET"}), driver.FailureRetryable, "The Kubernetes API server is unreachable."},
 		{"ClassifiedForbidden", classify(&kube.APIError{Status: 403, Message: secret}), driver.FailurePermanent, "A Kubernetes API request failed with HTTP status 403."},
+		{"ClassifiedForbiddenJustAfterAnOutage", classify(&kube.APIError{Status: 403, Message: secret, AfterOutage: true}), driver.FailureRetryable, "A Namespace preparation request failed with HTTP status 403."},
 		{"Ownership", ownershipError("Namespace", "oce-x"), driver.FailurePermanent, "Refusing unowned Kubernetes Namespace oce-x."},
 		{"Other", errors.New(secret), driver.FailureRetryable, "Namespace preparation failed."},
 	} {
@@ -435,6 +438,11 @@ func TestNamespaceFailureObservations(t *testing.T) {
 				t.Fatal("the reason carries the server's message")
 			}
 		})
+	}
+	// The worker spends no attempt on a transient dependency failure.
+	var td *driver.TransientDependencyError
+	if err := classify(&kube.APIError{Status: 403, AfterOutage: true}); !errors.As(err, &td) {
+		t.Fatalf("a 403 just after an outage classified as %#v, want a transient dependency failure", err)
 	}
 	obs := namespaceFailure(driver.NamespaceDeleteFailed, "ns_1", &kube.APIError{Status: 403}, "teardown", reasonDeleteFailed)
 	if err := driver.CheckDeleteObservation("ns_1", obs); err != nil || obs.Failure != driver.FailurePermanent || obs.Reason != "A Namespace teardown request failed with HTTP status 403." {

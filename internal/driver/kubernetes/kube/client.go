@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -45,7 +46,15 @@ type Options struct {
 	// WrapTransport, when set, wraps the HTTP transport (as client-go's rest.Config does); the
 	// driver tests count the requests of a pass with it.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// AuthWarmup is how long after a request that got no answer a 401 or 403 counts as the
+	// server's warm-up (APIError.AfterOutage); 0 means DefaultAuthWarmup.
+	AuthWarmup time.Duration
 }
+
+// DefaultAuthWarmup: a kube-apiserver that has just (re)started refuses every identity but its
+// own loopback one with 403 (and may answer 401) until its authenticators and RBAC authorizer have
+// loaded, which takes a few seconds.
+const DefaultAuthWarmup = 30 * time.Second
 
 // Client talks to one API server as one identity.
 type Client struct {
@@ -54,6 +63,9 @@ type Client struct {
 	token        func() (string, error)
 	fieldManager string
 	timeout      time.Duration
+	authWarmup   time.Duration
+	// unanswered is when (Unix nanoseconds) a request last got no answer; 0: never.
+	unanswered atomic.Int64
 }
 
 // New resolves the authentication and returns a client. It makes no request.
@@ -65,6 +77,10 @@ func New(opts Options) (*Client, error) {
 	timeout := opts.RequestTimeout
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
+	}
+	warmup := opts.AuthWarmup
+	if warmup <= 0 {
+		warmup = DefaultAuthWarmup
 	}
 	transport := &http.Transport{
 		TLSClientConfig:     creds.tlsConfig,
@@ -84,6 +100,7 @@ func New(opts Options) (*Client, error) {
 		token:        creds.token,
 		fieldManager: opts.FieldManager,
 		timeout:      timeout,
+		authWarmup:   warmup,
 	}, nil
 }
 
@@ -108,6 +125,10 @@ type APIError struct {
 	Message string
 	// RetryAfter is the server's Retry-After on 429/503, 0 when absent.
 	RetryAfter time.Duration
+	// AfterOutage marks a 401 or 403 that came within the client's AuthWarmup of a request that
+	// got no answer: most likely a restarted server that has not loaded its authorization yet, so
+	// IsTransient reports it.
+	AfterOutage bool
 }
 
 func (e *APIError) Error() string {
@@ -165,12 +186,17 @@ func IsConflict(err error) bool { return StatusOf(err) == http.StatusConflict }
 // IsForbidden reports a 403.
 func IsForbidden(err error) bool { return StatusOf(err) == http.StatusForbidden }
 
-// IsTransient reports a self-clearing failure: no answer, HTTP 429 or 5xx. A server certificate
-// that does not verify is not one: repeating the request cannot fix it.
+// IsTransient reports a self-clearing failure: no answer, HTTP 429 or 5xx, or a 401 or 403 just
+// after an outage (APIError.AfterOutage). A server certificate that does not verify is not one:
+// repeating the request cannot fix it.
 func IsTransient(err error) bool {
 	var te *TransportError
 	if errors.As(err, &te) {
 		return te.Code != CodeTLSUntrusted
+	}
+	var ae *APIError
+	if errors.As(err, &ae) && ae.AfterOutage {
+		return true
 	}
 	s := StatusOf(err)
 	return s == http.StatusTooManyRequests || s >= 500
@@ -320,15 +346,20 @@ func (c *Client) do(parent context.Context, method, path string, q url.Values, c
 		if perr := parent.Err(); perr != nil {
 			return perr
 		}
-		return transportError(ctx, err)
+		return c.unansweredError(ctx, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return transportError(ctx, err)
+		return c.unansweredError(ctx, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return apiError(resp, data)
+		e := apiError(resp, data)
+		if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
+			last := c.unanswered.Load()
+			e.AfterOutage = last != 0 && time.Since(time.Unix(0, last)) < c.authWarmup
+		}
+		return e
 	}
 	if out == nil {
 		return nil
@@ -356,6 +387,17 @@ func apiError(resp *http.Response, body []byte) *APIError {
 		}
 	}
 	return e
+}
+
+// unansweredError is transportError, remembering when the server last failed to answer (a
+// certificate that does not verify is an answer, just not a trusted one).
+func (c *Client) unansweredError(ctx context.Context, err error) error {
+	err = transportError(ctx, err)
+	var te *TransportError
+	if errors.As(err, &te) && te.Code != CodeTLSUntrusted {
+		c.unanswered.Store(time.Now().UnixNano())
+	}
+	return err
 }
 
 // transportError names a failure without an answer by its socket code.

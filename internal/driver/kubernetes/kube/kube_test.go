@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,9 +10,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -183,5 +187,74 @@ func TestTransientClassification(t *testing.T) {
 	}
 	if e := (&APIError{Status: 403, Reason: "Forbidden", Message: "secret-ish server text"}); strings.Contains(e.Error(), "secret-ish") {
 		t.Error("APIError.Error repeats the server's message")
+	}
+}
+
+// TestForbiddenJustAfterAnOutageIsTransient: a 401 or 403 that follows a request that got no
+// answer, within AuthWarmup, is marked AfterOutage and is transient (reads retry it); without a
+// recent outage, or once the warm-up has passed, it is the server's refusal. The server is a
+// loopback stand-in (httptest): a real kube-apiserver's RBAC warm-up after a restart lasts an
+// unpredictable moment, so only a stand-in can answer "no answer, then 403" on demand;
+// TestKubernetesAPIServerOutageDuringDeployment in cmd/occ restarts a real one.
+func TestForbiddenJustAfterAnOutageIsTransient(t *testing.T) {
+	var mode atomic.Value
+	mode.Store("forbidden")
+	var requests atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		switch mode.Load() {
+		case "hang up":
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		case "forbidden":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"kind":"Status","reason":"Forbidden","code":403}`))
+		case "ok":
+			_, _ = w.Write([]byte(`{}`))
+		}
+	}))
+	defer srv.Close()
+	ca := writeFile(t, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+	c, err := New(Options{
+		Auth:       Auth{Mode: ModeTokenFile, Server: srv.URL, TokenPath: writeFile(t, "token", "t"), CAPath: ca},
+		AuthWarmup: 3 * time.Second, // longer than a read's retry budget (2 s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	get := func() error { return c.Get(ctx, "/api/v1/namespaces/oce-1", nil) }
+
+	err = get()
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != 403 || ae.AfterOutage || IsTransient(err) {
+		t.Fatalf("a 403 without an outage: %#v", err)
+	}
+	mode.Store("hang up")
+	outage := time.Now()
+	var te *TransportError
+	if err := c.Delete(ctx, "/api/v1/namespaces/oce-1", "0a7c3d8e-uid", ""); !errors.As(err, &te) {
+		t.Fatalf("no answer: %v", err)
+	}
+	mode.Store("forbidden")
+	requests.Store(0)
+	err = get()
+	if !errors.As(err, &ae) || ae.Status != 403 || !ae.AfterOutage || !IsTransient(err) {
+		t.Fatalf("a 403 just after the outage: %#v", err)
+	}
+	if n := requests.Load(); n < 2 {
+		t.Fatalf("the read was sent %d times; a transient failure is retried", n)
+	}
+	time.Sleep(time.Until(outage.Add(3*time.Second + 100*time.Millisecond))) // past AuthWarmup
+	err = get()
+	if !errors.As(err, &ae) || ae.AfterOutage || IsTransient(err) {
+		t.Fatalf("a 403 after the warm-up: %#v", err)
+	}
+	mode.Store("ok")
+	if err := get(); err != nil {
+		t.Fatal(err)
 	}
 }
