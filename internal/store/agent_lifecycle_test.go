@@ -146,8 +146,9 @@ func TestAgentLifecycleCountersUnderConcurrentWriters(t *testing.T) {
 			}
 		}()
 	}
+	// Two folds and one reader repeat their step until the writers are done.
 	stop := make(chan struct{})
-	for range 2 {
+	repeat := func(step func() error) {
 		background.Add(1)
 		go func() {
 			defer background.Done()
@@ -157,35 +158,33 @@ func TestAgentLifecycleCountersUnderConcurrentWriters(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := store.FoldAgentLifecycle(ctx, app); err != nil {
-					report(fmt.Errorf("fold: %w", err))
+				if err := step(); err != nil {
+					report(err)
 					return
 				}
 			}
 		}()
 	}
-	checks := 0
-	background.Add(1)
-	go func() {
-		defer background.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			counted, recounted, err := sameSnapshot(ctx, app)
-			if err != nil {
-				report(err)
-				return
-			}
-			if !maps.Equal(counted, recounted) {
-				report(fmt.Errorf("at one snapshot the counters say %v, the recount %v", counted, recounted))
-				return
-			}
-			checks++
+	fold := func() error {
+		if _, err := store.FoldAgentLifecycle(ctx, app); err != nil {
+			return fmt.Errorf("fold: %w", err)
 		}
-	}()
+		return nil
+	}
+	repeat(fold)
+	repeat(fold)
+	checks := 0
+	repeat(func() error {
+		counted, recounted, err := sameSnapshot(ctx, app)
+		if err != nil {
+			return err
+		}
+		if !maps.Equal(counted, recounted) {
+			return fmt.Errorf("at one snapshot the counters say %v, the recount %v", counted, recounted)
+		}
+		checks++
+		return nil
+	})
 	writers.Wait()
 	close(stop)
 	background.Wait()
@@ -203,13 +202,8 @@ func TestAgentLifecycleCountersUnderConcurrentWriters(t *testing.T) {
 	// Deleting Agents (the owner's path inside occ.finalize_agent_deletion) takes them out.
 	for _, a := range agents[:4] {
 		if err := pgx.BeginFunc(ctx, owner, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `
-SELECT set_config('occ.finalizing_agent', $1, true);
-`, a)
-			if err != nil {
-				return err
-			}
 			for _, stmt := range []string{
+				`SELECT set_config('occ.finalizing_agent', $1, true)`,
 				`UPDATE occ.agents SET active_revision_id = NULL WHERE id = $1`,
 				`DELETE FROM occ.controller_work WHERE agent_id = $1`,
 				`DELETE FROM occ.agent_revisions WHERE agent_id = $1`,
