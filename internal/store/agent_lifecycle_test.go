@@ -108,6 +108,38 @@ func TestAgentStatesBeforeAndAfterAFold(t *testing.T) {
 	checkFolded(t, ctx, app, db.Owner(t))
 }
 
+// TestAFoldDoesNotWaitForAnother: while another fold holds the lock (here a transaction that took
+// it), a fold returns at once with Busy and leaves the marks; scrapes stay exact meanwhile.
+func TestAFoldDoesNotWaitForAnother(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	app := db.App(t)
+	w := newBacklogWorld(t, app)
+	w.agent(0)
+	holder, err := app.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `LOCK TABLE occ.agent_lifecycle_counts IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := store.FoldAgentLifecycle(ctx, app); err != nil || !f.Busy || f.Changes != 0 {
+		t.Fatalf("a fold while another holds the lock: %+v %v", f, err)
+	}
+	want := map[string]int64{"draft": 1, "deploying": 0, "running": 0, "stopping": 0, "stopped": 0, "failed": 0}
+	if got, err := store.AgentStates(ctx, app); err != nil || !maps.Equal(got, want) {
+		t.Fatalf("a scrape while a fold holds the lock: %v %v, want %v", got, err, want)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := store.FoldAgentLifecycle(ctx, app); err != nil || f.Busy || f.Moves != 1 {
+		t.Fatalf("the fold after the lock was released: %+v %v", f, err)
+	}
+}
+
 // TestAgentLifecycleCountersUnderConcurrentWriters: writers move shared Agents through every state
 // input (desired state, revisions, deploy work, stop work) while two folds run over and over, and a
 // reader checks at each snapshot that the counters plus the unfolded changes equal a recount of

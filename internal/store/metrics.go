@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -156,24 +157,37 @@ func agentStateCounts(ctx context.Context, db DBTX, sql string) (map[string]int6
 type AgentLifecycleFold struct {
 	Changes int64 // marks folded (an Agent changed twice has two)
 	Moves   int64 // Agents whose state moved, appeared or disappeared
+	Busy    bool  // another fold held the lock: nothing was done
 }
 
 // FoldAgentLifecycle moves the Agents changed since the last fold between the counters and
 // deletes their marks, in a transaction of its own. Folds of several workers take turns on a lock
 // only folds take (EXCLUSIVE on the counters, which reads do not wait for); the fold statement
-// starts after the lock is held, so it sees what the previous fold committed.
+// starts after the lock is held, so it sees what the previous fold committed. When another fold
+// holds the lock this one does nothing (Busy) rather than wait: a worker stopped in the middle of
+// a fold must not hold a connection of every other worker.
 func FoldAgentLifecycle(ctx context.Context, db interface {
 	Begin(context.Context) (pgx.Tx, error)
 }) (AgentLifecycleFold, error) {
 	var f AgentLifecycleFold
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `LOCK TABLE occ.agent_lifecycle_counts IN EXCLUSIVE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, `LOCK TABLE occ.agent_lifecycle_counts IN EXCLUSIVE MODE NOWAIT`); err != nil {
+			if code, _ := ServerErrorCode(err); code == "55P03" {
+				f.Busy = true
+				return errFoldBusy
+			}
 			return err
 		}
 		return tx.QueryRow(ctx, foldAgentLifecycleSQL).Scan(&f.Changes, &f.Moves)
 	})
+	if errors.Is(err, errFoldBusy) {
+		err = nil
+	}
 	return f, err
 }
+
+// errFoldBusy rolls back a fold that found the lock taken.
+var errFoldBusy = errors.New("store: another fold holds the lock")
 
 // WorkBacklog reads every worker gauge at once (WorkPending, then AgentStates).
 func WorkBacklog(ctx context.Context, db DBTX) (Backlog, error) {
