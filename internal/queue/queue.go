@@ -275,14 +275,16 @@ func (q *Queue) RenewOne(ctx context.Context, db store.DBTX, c Claim) (time.Time
 	return at, nil
 }
 
-// Complete ends the claim as succeeded with code (default RECONCILE_SUCCEEDED).
-func (q *Queue) Complete(ctx context.Context, db store.DBTX, c Claim, code string, result json.RawMessage) (Work, error) {
-	if code == "" {
-		code = CodeReconcileSucceeded
-	}
-	w, err := fenced(store.CompleteWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
-	return w, err
-}
+// Transition names a fenced transition.
+type Transition string
+
+// Fenced transitions.
+const (
+	TransitionComplete Transition = store.TransitionComplete
+	TransitionDefer    Transition = store.TransitionDefer
+	TransitionRetry    Transition = store.TransitionRetry
+	TransitionFail     Transition = store.TransitionFail
+)
 
 // DeferOptions shape a convergence wait: the work is requeued without spending its attempt.
 type DeferOptions struct {
@@ -295,47 +297,88 @@ type DeferOptions struct {
 	StopYielded    bool
 }
 
+// TransitionRequest is one fenced transition of a claim: complete or fail with a code and
+// optional result data, defer with its options, or retry (spend the attempt).
+type TransitionRequest struct {
+	Claim  Claim
+	To     Transition
+	Code   string          // complete: default RECONCILE_SUCCEEDED
+	Result json.RawMessage // complete and fail
+	Defer  DeferOptions    // defer
+}
+
+// TransitionResult is the outcome of one TransitionRequest: the row it left, or ErrClaimLost
+// (nothing was written), or ErrInvalidResult (the result data is not a shape its state and code
+// allow; nothing was written).
+type TransitionResult struct {
+	Work Work
+	Err  error
+}
+
+// TransitionMany makes every transition in one statement: each is fenced by its own claim and
+// writes its own evidence, and one that is refused (lost claim, invalid result data) is reported
+// in its result without stopping the others. err is a failure of the statement as a whole, in
+// which case nothing was written.
+func (q *Queue) TransitionMany(ctx context.Context, db store.DBTX, reqs []TransitionRequest) ([]TransitionResult, error) {
+	ts := make([]store.WorkTransition, len(reqs))
+	for i, r := range reqs {
+		code := r.Code
+		if r.To == TransitionComplete && code == "" {
+			code = CodeReconcileSucceeded
+		}
+		ts[i] = store.WorkTransition{Key: r.Claim.Work.Key, Token: r.Claim.Token, Kind: string(r.To), Code: SafeCode(code),
+			Result: r.Result, Delay: r.Defer.Delay, SkipEvidence: r.Defer.SkipEvidence, RepeatEvidence: r.Defer.RepeatEvidence,
+			Refusal: r.Defer.Refusal, StopYielded: r.Defer.StopYielded}
+	}
+	if db == nil {
+		db = q.db
+	}
+	done, err := store.TransitionWork(ctx, db, store.TransitionParams{MaxAttempts: q.opts.MaxAttempts, Jitter: q.jitter()}, ts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TransitionResult, len(done))
+	for i, d := range done {
+		switch {
+		case d.Applied:
+			out[i].Work = d.Work
+		case d.InvalidResult:
+			out[i].Err = fmt.Errorf("%w: %s", ErrInvalidResult, store.ConstraintWorkResultValid)
+		default:
+			out[i].Err = ErrClaimLost
+		}
+	}
+	return out, nil
+}
+
+// transition makes one fenced transition.
+func (q *Queue) transition(ctx context.Context, db store.DBTX, r TransitionRequest) (Work, error) {
+	out, err := q.TransitionMany(ctx, db, []TransitionRequest{r})
+	if err != nil {
+		return Work{}, err
+	}
+	return out[0].Work, out[0].Err
+}
+
+// Complete ends the claim as succeeded with code (default RECONCILE_SUCCEEDED).
+func (q *Queue) Complete(ctx context.Context, db store.DBTX, c Claim, code string, result json.RawMessage) (Work, error) {
+	return q.transition(ctx, db, TransitionRequest{Claim: c, To: TransitionComplete, Code: code, Result: result})
+}
+
 // Defer requeues the claim without spending its attempt.
 func (q *Queue) Defer(ctx context.Context, db store.DBTX, c Claim, code string, o DeferOptions) (Work, error) {
-	w, err := fenced(store.DeferWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), store.DeferOptions{
-		Delay: o.Delay, Jitter: q.jitter(), RecordEvidence: !o.SkipEvidence, RepeatEvidence: o.RepeatEvidence,
-		Refusal: o.Refusal, StopYielded: o.StopYielded,
-	}))
-	return w, err
+	return q.transition(ctx, db, TransitionRequest{Claim: c, To: TransitionDefer, Code: code, Defer: o})
 }
 
 // Retry spends the claimed attempt: requeued with full-jitter backoff, or failed_permanent with
 // code once the budget is exhausted (the returned row says which).
 func (q *Queue) Retry(ctx context.Context, db store.DBTX, c Claim, code string) (Work, error) {
-	w, err := fenced(store.RetryWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), q.opts.MaxAttempts, q.jitter()))
-	return w, err
+	return q.transition(ctx, db, TransitionRequest{Claim: c, To: TransitionRetry, Code: code})
 }
 
 // Fail ends the claim as failed_permanent with code and optional result data.
 func (q *Queue) Fail(ctx context.Context, db store.DBTX, c Claim, code string, result json.RawMessage) (Work, error) {
-	w, err := fenced(store.FailWork(ctx, db, c.Work.Key, c.Token, SafeCode(code), result))
-	return w, err
-}
-
-// Transition names a fenced transition.
-type Transition string
-
-// Fenced transitions.
-const (
-	TransitionComplete Transition = "complete"
-	TransitionDefer    Transition = "defer"
-	TransitionRetry    Transition = "retry"
-	TransitionFail     Transition = "fail"
-)
-
-func fenced(w Work, err error) (Work, error) {
-	if errors.Is(err, store.ErrNoRows) {
-		return Work{}, ErrClaimLost
-	}
-	if store.RefusedBy(err, store.ConstraintWorkResultValid) {
-		return Work{}, fmt.Errorf("%w: %s", ErrInvalidResult, store.ConstraintWorkResultValid)
-	}
-	return w, err
+	return q.transition(ctx, db, TransitionRequest{Claim: c, To: TransitionFail, Code: code, Result: result})
 }
 
 // RecoverySummary is what one RecoverStale call did.

@@ -721,3 +721,57 @@ func TestSafeCode(t *testing.T) {
 		}
 	}
 }
+
+func TestTransitionManyFencesAndReportsEachItem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, queue.Options{MaxAttempts: 1})
+	var claims []queue.Claim
+	for range 5 {
+		e.enqueueNamespace(e.namespace("provisioning"), "ready")
+		claims = append(claims, e.claimOne())
+	}
+	lost := claims[1]
+	lost.Token = uuid.New()
+	e.expire(claims[2].Work.Key)
+	reqs := []queue.TransitionRequest{
+		{Claim: claims[0], To: queue.TransitionComplete, Code: "NAMESPACE_RECONCILED"},
+		{Claim: lost, To: queue.TransitionComplete},
+		{Claim: claims[2], To: queue.TransitionFail, Code: "INVALID_TARGET"},
+		{Claim: claims[3], To: queue.TransitionRetry, Code: "DEPENDENCY_UNAVAILABLE"},
+		{Claim: claims[4], To: queue.TransitionFail, Code: "CONVERGENCE_DEADLINE_EXCEEDED", Result: json.RawMessage(`{"timeoutMs":1,"cause":{}}`)},
+	}
+	res, err := e.q.TransitionMany(ctx, e.app, reqs)
+	if err != nil || len(res) != len(reqs) {
+		t.Fatalf("transition many: %d results, %v", len(res), err)
+	}
+	if res[0].Err != nil || res[0].Work.State != queue.StateSucceeded || *res[0].Work.ReasonCode != "NAMESPACE_RECONCILED" {
+		t.Errorf("complete: %+v", res[0])
+	}
+	for _, i := range []int{1, 2} {
+		if !errors.Is(res[i].Err, queue.ErrClaimLost) {
+			t.Errorf("item %d: want a lost claim, got %+v", i, res[i])
+		}
+	}
+	// The attempt limit is 1: the retry ends failed_permanent and fails its Namespace with it.
+	if res[3].Err != nil || res[3].Work.State != queue.StateFailedPermanent {
+		t.Errorf("retry at the limit: %+v", res[3])
+	}
+	var status string
+	if err := e.app.QueryRow(ctx, `SELECT status FROM occ.namespaces WHERE id = $1`, claims[3].Work.NamespaceID).Scan(&status); err != nil || status != "failed" {
+		t.Errorf("namespace of the exhausted retry: %s %v", status, err)
+	}
+	if !errors.Is(res[4].Err, queue.ErrInvalidResult) || e.work(claims[4].Work.Key).State != queue.StateClaimed {
+		t.Errorf("invalid result: %+v", res[4])
+	}
+	// Evidence: one row per applied transition, none for the refused ones.
+	for i, want := range []int{1, 0, 0, 1, 0} {
+		if ev := e.evidence(claims[i].Work.Key); len(ev) != want {
+			t.Errorf("item %d: %d evidence rows, want %d: %+v", i, len(ev), want, ev)
+		}
+	}
+	// The claim refused for its result still holds: it can publish a valid one.
+	if _, err := e.q.Fail(ctx, e.app, claims[4], "CONVERGENCE_DEADLINE_EXCEEDED", json.RawMessage(`{"timeoutMs":1}`)); err != nil {
+		t.Fatal(err)
+	}
+}

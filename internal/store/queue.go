@@ -56,10 +56,15 @@ const workColumns = `w.idempotency_key, w.work_kind, w.namespace_id, w.agent_id,
 
 func scanWork(row pgx.CollectableRow) (WorkRecord, error) {
 	var w WorkRecord
-	err := row.Scan(&w.Key, &w.Kind, &w.NamespaceID, &w.AgentID, &w.RevisionID, &w.ActorID,
-		&w.NamespaceTarget, &w.AgentTarget, &w.State, &w.AvailableAt, &w.AttemptCount, &w.ClaimToken,
-		&w.LeaseExpiresAt, &w.CompletedAt, &w.ReasonCode, &w.ResultData, &w.CreatedAt, &w.UpdatedAt)
+	err := row.Scan(workTargets(&w)...)
 	return w, err
+}
+
+// workTargets are the scan targets of workColumns.
+func workTargets(w *WorkRecord) []any {
+	return []any{&w.Key, &w.Kind, &w.NamespaceID, &w.AgentID, &w.RevisionID, &w.ActorID,
+		&w.NamespaceTarget, &w.AgentTarget, &w.State, &w.AvailableAt, &w.AttemptCount, &w.ClaimToken,
+		&w.LeaseExpiresAt, &w.CompletedAt, &w.ReasonCode, &w.ResultData, &w.CreatedAt, &w.UpdatedAt}
 }
 
 // ErrNoRows is returned by fenced writes that matched nothing: the claim is lost.
@@ -227,8 +232,8 @@ SELECT 'aud_' || gen_random_uuid()::text, 'mutation', s.actor_id, 'reconcile', s
   FROM ` + src + ` s`
 }
 
-// fence is the claim guard of every write after a claim.
-const fence = `w.idempotency_key = $1 AND w.state = 'claimed' AND w.claim_token = $2 AND w.lease_expires_at > clock_timestamp()`
+// fence is the claim guard of every write after a claim, for the claim i (key, token).
+const fence = `w.idempotency_key = i.key AND w.state = 'claimed' AND w.claim_token = i.token AND w.lease_expires_at > clock_timestamp()`
 
 // backoff is the full-jitter delay in milliseconds for the attempt count `n`:
 // min(300000, 1000 * 2^min(max(n-1, 0), 30)) * jitter, jitter in [0, 1). A NULL $jitter parameter
@@ -237,108 +242,172 @@ func backoff(n, jitter string) string {
 	return `(LEAST(300000, 1000 * power(2, LEAST(GREATEST(` + n + ` - 1, 0), 30))) * COALESCE(` + jitter + `, random()))`
 }
 
-// fencedTransition runs one fenced write: ErrNoRows when the fence matched nothing, and result
-// data its state and code do not allow is refused by ConstraintWorkResultValid (ErrCheck).
-func fencedTransition(ctx context.Context, db DBTX, sql string, args ...any) (WorkRecord, error) {
-	rows, err := db.Query(ctx, sql, args...)
-	if err != nil {
-		return WorkRecord{}, classify(err)
-	}
-	rec, err := pgx.CollectExactlyOneRow(rows, scanWork)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return WorkRecord{}, ErrNoRows
-	}
-	return rec, classify(err)
-}
+// Transition kinds of TransitionWork.
+const (
+	TransitionComplete = "complete" // succeeded, with the code and result data
+	TransitionDefer    = "defer"    // queued again without spending the attempt
+	TransitionRetry    = "retry"    // the attempt spent: queued with backoff, or failed_permanent at the limit
+	TransitionFail     = "fail"     // failed_permanent, with the code and result data
+)
 
-// CompleteWork marks the claimed row succeeded with its reason code and result data.
-func CompleteWork(ctx context.Context, db DBTX, key string, token uuid.UUID, code string, result json.RawMessage) (WorkRecord, error) {
-	return fencedTransition(ctx, db, `
-WITH updated AS (
-  UPDATE occ.controller_work w
-     SET state = 'succeeded', completed_at = clock_timestamp(), reason_code = $3, result_data = $4,
-         claim_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
-   WHERE `+fence+`
-  RETURNING w.*, $3::text AS reason, 'success'::text AS outcome, NULL::text AS refusal, NULL::boolean AS stop_yielded),
-evidence AS (`+evidenceInsert("updated")+`)
-SELECT `+unqualified(workColumns)+` FROM updated`, key, token, code, nullableRaw(result))
-}
+// Evidence modes of a defer (the other transitions always write their evidence).
+const (
+	evidenceAlways       = "always"
+	evidenceUnlessRepeat = "unless_repeat" // not when it repeats the latest evidence's outcome and code
+	evidenceNone         = "none"
+)
 
-// DeferOptions shape a convergence wait.
-type DeferOptions struct {
-	Delay          *time.Duration // nil: the backoff of the refunded attempt
-	Jitter         *float64       // nil: random()
-	RecordEvidence bool
-	RepeatEvidence bool // write evidence even when it repeats the latest
+// WorkTransition is one fenced transition of a claimed row: the claim (key and token) and what
+// it becomes.
+type WorkTransition struct {
+	Key   string
+	Token uuid.UUID
+	Kind  string // TransitionComplete, TransitionDefer, TransitionRetry or TransitionFail
+	Code  string
+	// Result is the result data of a completion or a failure (ignored otherwise).
+	Result json.RawMessage
+	// Defer: the delay (nil: the backoff of the refunded attempt) and the evidence to write.
+	Delay          *time.Duration
+	SkipEvidence   bool // no evidence row (the caller knows the wait repeats)
+	RepeatEvidence bool // evidence even when it repeats the latest evidence's outcome and code
 	Refusal        *string
 	StopYielded    bool
 }
 
-// DeferWork requeues the claimed row without spending its attempt. Evidence (outcome success) is
-// written unless recording is off or it would repeat the latest evidence of this work item.
-func DeferWork(ctx context.Context, db DBTX, key string, token uuid.UUID, code string, o DeferOptions) (WorkRecord, error) {
-	var delayMs *int64
-	if o.Delay != nil {
-		ms := o.Delay.Milliseconds()
-		delayMs = &ms
+// TransitionParams are the queue settings a transition depends on.
+type TransitionParams struct {
+	MaxAttempts int      // a retry at this attempt count ends failed_permanent
+	Jitter      *float64 // the full-jitter factor of backoffs; nil: random() per row
+}
+
+// TransitionedWork is what became of one WorkTransition.
+type TransitionedWork struct {
+	// Applied: the fence held and the row is now Work. When false with InvalidResult, Work is the
+	// row as it still is (the result data is not one its state and code allow); when false
+	// without it, the claim was lost and Work is empty.
+	Applied       bool
+	InvalidResult bool
+	Work          WorkRecord
+}
+
+// TransitionWork makes many fenced transitions in one statement, each checked against its own
+// token, state and lease, each with its evidence row (a defer may skip or deduplicate its own),
+// and returns one TransitionedWork per transition, in order. A transition whose fence fails or
+// whose result data is invalid changes nothing and does not stop the others. A retry that ends
+// failed_permanent flips its still-provisioning Namespace to failed in the same statement.
+//
+// The rows are distinct claims, so two concurrent calls never wait for each other's rows.
+func TransitionWork(ctx context.Context, db DBTX, p TransitionParams, ts []WorkTransition) ([]TransitionedWork, error) {
+	if len(ts) == 0 {
+		return nil, nil
 	}
-	var stopYielded *bool
-	if o.StopYielded {
-		stopYielded = &o.StopYielded
+	n := len(ts)
+	keys, tokens, kinds, codes := make([]string, n), make([]uuid.UUID, n), make([]string, n), make([]string, n)
+	results, delays := make([]*string, n), make([]*int64, n)
+	evidence, refusals, yielded := make([]string, n), make([]*string, n), make([]*bool, n)
+	for i, t := range ts {
+		keys[i], tokens[i], kinds[i], codes[i] = t.Key, t.Token, t.Kind, t.Code
+		if len(t.Result) > 0 && (t.Kind == TransitionComplete || t.Kind == TransitionFail) {
+			r := string(t.Result)
+			results[i] = &r
+		}
+		evidence[i] = evidenceAlways
+		if t.Kind == TransitionDefer {
+			if t.Delay != nil {
+				ms := t.Delay.Milliseconds()
+				delays[i] = &ms
+			}
+			switch {
+			case t.SkipEvidence:
+				evidence[i] = evidenceNone
+			case !t.RepeatEvidence:
+				evidence[i] = evidenceUnlessRepeat
+			}
+			refusals[i] = t.Refusal
+			if t.StopYielded {
+				yielded[i] = &t.StopYielded
+			}
+		}
 	}
-	return fencedTransition(ctx, db, `
-WITH updated AS (
+	rows, err := db.Query(ctx, transitionWorkSQL, keys, tokens, kinds, codes, results, delays, evidence, refusals, yielded,
+		p.MaxAttempts, p.Jitter)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	out := make([]TransitionedWork, n)
+	for rows.Next() {
+		var ord int64
+		var applied bool
+		var w WorkRecord
+		if err := rows.Scan(append([]any{&ord, &applied}, workTargets(&w)...)...); err != nil {
+			return nil, err
+		}
+		if ord < 1 || int(ord) > n {
+			return nil, fmt.Errorf("store: transition %d of %d", ord, n)
+		}
+		out[ord-1] = TransitionedWork{Applied: applied, InvalidResult: !applied, Work: w}
+	}
+	return out, classify(rows.Err())
+}
+
+// The new state of a transitioned row (in the UPDATE of transitionWorkSQL, where w is the row as
+// it was and i the transition), and whether it is terminal.
+const (
+	transitionState = `CASE i.kind WHEN 'complete' THEN 'succeeded' WHEN 'fail' THEN 'failed_permanent'
+                      WHEN 'retry' THEN CASE WHEN w.attempt_count >= $10 THEN 'failed_permanent' ELSE 'queued' END
+                      ELSE 'queued' END`
+	transitionTerminal = `(i.kind IN ('complete', 'fail') OR (i.kind = 'retry' AND w.attempt_count >= $10))`
+)
+
+// transitionWorkSQL is TransitionWork's statement. $1..$9 are the transitions as parallel arrays
+// (key, token, kind, code, result, delay in ms, evidence mode, refusal, stop yielded), $10 the
+// attempt limit and $11 the jitter. The final SELECT returns each applied transition's new row,
+// and the unchanged row of each transition refused for its result data whose claim still holds;
+// a lost claim returns nothing.
+var transitionWorkSQL = `
+WITH input AS (
+  SELECT i.*, (i.kind NOT IN ('complete', 'fail') OR i.result IS NULL
+               OR occ.is_valid_work_result(CASE i.kind WHEN 'complete' THEN 'succeeded' ELSE 'failed_permanent' END,
+                                           i.code, i.result)) AS valid
+    FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::bigint[], $7::text[], $8::text[], $9::boolean[])
+         WITH ORDINALITY AS i(key, token, kind, code, result, delay_ms, evidence_mode, refusal, stop_yielded, ord)),
+updated AS (
   UPDATE occ.controller_work w
-     SET state = 'queued', attempt_count = GREATEST(w.attempt_count - 1, 0),
-         available_at = clock_timestamp() + COALESCE($4::bigint, `+backoff("w.attempt_count", "$5::float8")+`) * interval '1 millisecond',
+     SET state = ` + transitionState + `,
+         attempt_count = CASE WHEN i.kind = 'defer' THEN GREATEST(w.attempt_count - 1, 0) ELSE w.attempt_count END,
+         completed_at = CASE WHEN ` + transitionTerminal + ` THEN clock_timestamp() END,
+         reason_code = CASE WHEN ` + transitionTerminal + ` THEN i.code END,
+         result_data = CASE WHEN i.kind IN ('complete', 'fail') THEN i.result END,
+         available_at = CASE
+           WHEN i.kind = 'defer'
+             THEN clock_timestamp() + COALESCE(i.delay_ms, ` + backoff("w.attempt_count", "$11::float8") + `) * interval '1 millisecond'
+           WHEN i.kind = 'retry' AND w.attempt_count < $10
+             THEN clock_timestamp() + ` + backoff("w.attempt_count", "$11::float8") + ` * interval '1 millisecond'
+           ELSE w.available_at END,
          claim_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
-   WHERE `+fence+`
-  RETURNING w.*, $3::text AS reason, 'success'::text AS outcome, $8::text AS refusal, $9::boolean AS stop_yielded),
-latest AS (
-  SELECT e.outcome, e.details ->> 'reasonCode' AS reason
-    FROM occ.audit_events e
-   WHERE e.action = 'reconcile' AND (e.details ->> 'workId') = $1
-   ORDER BY e.occurred_at DESC LIMIT 1),
+    FROM input i
+   WHERE ` + fence + ` AND i.valid AND i.kind IN ('complete', 'defer', 'retry', 'fail')
+  RETURNING w.*, i.ord, i.kind, i.code AS reason,
+            CASE WHEN i.kind IN ('complete', 'defer') THEN 'success' ELSE 'failure' END AS outcome,
+            i.refusal, i.stop_yielded, i.evidence_mode),
 record AS (
   SELECT u.* FROM updated u
-   WHERE $6 AND ($7 OR NOT EXISTS (SELECT 1 FROM latest l WHERE l.outcome = 'success' AND l.reason = $3))),
-evidence AS (`+evidenceInsert("record")+`)
-SELECT `+unqualified(workColumns)+` FROM updated`,
-		key, token, code, delayMs, o.Jitter, o.RecordEvidence, o.RepeatEvidence, o.Refusal, stopYielded)
-}
-
-// RetryWork spends the claimed attempt: requeued with backoff, or failed_permanent with the code
-// when the attempt budget is exhausted (keeping available_at).
-func RetryWork(ctx context.Context, db DBTX, key string, token uuid.UUID, code string, maxAttempts int, jitter *float64) (WorkRecord, error) {
-	return fencedTransition(ctx, db, `
-WITH updated AS (
-  UPDATE occ.controller_work w
-     SET state = CASE WHEN w.attempt_count >= $4 THEN 'failed_permanent' ELSE 'queued' END,
-         completed_at = CASE WHEN w.attempt_count >= $4 THEN clock_timestamp() END,
-         reason_code = CASE WHEN w.attempt_count >= $4 THEN $3 END,
-         result_data = NULL,
-         available_at = CASE WHEN w.attempt_count >= $4 THEN w.available_at
-                             ELSE clock_timestamp() + `+backoff("w.attempt_count", "$5::float8")+` * interval '1 millisecond' END,
-         claim_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
-   WHERE `+fence+`
-  RETURNING w.*, $3::text AS reason, 'failure'::text AS outcome, NULL::text AS refusal, NULL::boolean AS stop_yielded),
-failed_namespace AS (`+namespaceFailedUpdate("updated")+`),
-evidence AS (`+evidenceInsert("updated")+`)
-SELECT `+unqualified(workColumns)+` FROM updated`, key, token, code, maxAttempts, jitter)
-}
-
-// FailWork ends the claimed row as failed_permanent with the code and result data.
-func FailWork(ctx context.Context, db DBTX, key string, token uuid.UUID, code string, result json.RawMessage) (WorkRecord, error) {
-	return fencedTransition(ctx, db, `
-WITH updated AS (
-  UPDATE occ.controller_work w
-     SET state = 'failed_permanent', completed_at = clock_timestamp(), reason_code = $3, result_data = $4,
-         claim_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
-   WHERE `+fence+`
-  RETURNING w.*, $3::text AS reason, 'failure'::text AS outcome, NULL::text AS refusal, NULL::boolean AS stop_yielded),
-evidence AS (`+evidenceInsert("updated")+`)
-SELECT `+unqualified(workColumns)+` FROM updated`, key, token, code, nullableRaw(result))
-}
+   WHERE u.evidence_mode = '` + evidenceAlways + `'
+      OR (u.evidence_mode = '` + evidenceUnlessRepeat + `' AND NOT EXISTS (
+            SELECT 1
+              FROM (SELECT e.outcome, e.details ->> 'reasonCode' AS reason
+                      FROM occ.audit_events e
+                     WHERE e.action = 'reconcile' AND (e.details ->> 'workId') = u.idempotency_key
+                     ORDER BY e.occurred_at DESC LIMIT 1) latest
+             WHERE latest.outcome = 'success' AND latest.reason = u.reason))),
+evidence AS (` + evidenceInsert("record") + `),
+failed_namespace AS (` + namespaceFailedUpdate("(SELECT * FROM updated WHERE kind = 'retry')") + `)
+SELECT u.ord, true, ` + unqualified(workColumns) + ` FROM updated u
+UNION ALL
+SELECT i.ord, false, ` + workColumns + `
+  FROM input i JOIN occ.controller_work w ON ` + fence + `
+ WHERE NOT i.valid`
 
 // namespaceFailedUpdate flips a still-provisioning, live Namespace to failed when its ready-target
 // work in `src` became failed_permanent — in the same statement as the transition, so the two

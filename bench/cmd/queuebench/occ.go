@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/openclaw/occ/internal/batch"
 	"github.com/openclaw/occ/internal/queue"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/testkit/fixture"
@@ -124,8 +125,18 @@ func burnOCC(ctx context.Context, c config, pool *pgxpool.Pool) ([]string, error
 	defer close(stopProgress)
 	go progress("occ", c.n, c.progress, completed.Load, stopProgress)
 
+	completions := batch.NewRunner(c.workers, func(reqs []queue.TransitionRequest) ([]queue.TransitionResult, error) {
+		return q.TransitionMany(ctx, pool, reqs)
+	})
 	finish := func(cl queue.Claim) error {
 		// No-op handler: nothing to do before the finalization.
+		if c.occFinalize == "batch" {
+			res, err := completions.Do(queue.TransitionRequest{Claim: cl, To: queue.TransitionComplete})
+			if err == nil {
+				err = res.Err
+			}
+			return err
+		}
 		if c.occFinalize == "complete" {
 			_, err := q.Complete(ctx, pool, cl, "", nil)
 			return err
@@ -232,8 +243,11 @@ loop:
 			rounds, recoveries, 2*float64(recoveries)/float64(c.n), ms(recoverTime)/float64(max(recoveries, 1)))
 	}
 	finalize := "BEGIN; renew; Complete; COMMIT (the worker's finalization transaction)"
-	if c.occFinalize == "complete" {
+	switch c.occFinalize {
+	case "complete":
 		finalize = "Complete alone (autocommit)"
+	case "batch":
+		finalize = "TransitionMany (the completions waiting at once, in one fenced statement)"
 	}
 	return []string{
 		fmt.Sprintf("claim statements: %d (%d empty), %.2f items per non-empty claim, %.3f claim statements/job, %.2f ms each on average",
