@@ -473,3 +473,68 @@ func TestDeployThroughTheAPIWithTwoWorkers(t *testing.T) {
 		t.Fatalf("active revision %v, want %s", data(agent)["activeRevisionId"], revID)
 	}
 }
+
+// TestRevocationReachesEveryAPIProcessAtOnce: each `occ api` process reuses authorization
+// decisions while the policy is unchanged (decision 42). With two processes that have both
+// decided a service key's reads, a binding removed or a key revoked through one is refused by
+// the very next request on the other.
+func TestRevocationReachesEveryAPIProcessAtOnce(t *testing.T) {
+	t.Parallel()
+	inst := bootstrapped(t)
+	cfg := simulatedConfig(t, "{}")
+	var apis [2]apiClient
+	for i := range apis {
+		port := freePort(t)
+		p := start(t, map[string]string{"NODE_ENV": "development", "OCC_DATABASE_URL": inst.db.AppURL, "OCC_CONFIG_PATH": cfg,
+			"OCC_HOST": "127.0.0.1", "OCC_PORT": fmt.Sprint(port)}, "api")
+		wait.Eventually(t, wait.Medium, "api listening", func() bool { return len(p.events(false, "listening")) == 1 })
+		apis[i] = apiClient{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), key: inst.serviceKey(t)}
+	}
+	admin, other := apis[0], apis[1]
+	ns := "/namespaces/" + inst.defaultNS
+	do := func(want int, api apiClient, method, path string, body any) map[string]any {
+		t.Helper()
+		st, resp := api.call(method, path, body)
+		if st != want {
+			t.Fatalf("%s %s on %s: %d, want %d: %v", method, path, api.base, st, want, resp)
+		}
+		return data(resp)
+	}
+	sp := do(201, admin, "POST", ns+"/iam/service-principals", nil)["id"].(string)
+	role := do(201, admin, "POST", ns+"/iam/roles", map[string]any{
+		"permissions": []any{map[string]any{"action": "read", "resourceKind": "namespace"}}})["id"].(string)
+	bind := func() string {
+		return do(201, admin, "POST", ns+"/iam/access-bindings", map[string]any{"subjectKind": "identity",
+			"subjectId": sp, "roleId": role, "resourceKind": "namespace", "resourceId": inst.defaultNS})["id"].(string)
+	}
+	binding := bind()
+	issued := do(201, admin, "POST", "/api/auth/service-keys", map[string]any{
+		"servicePrincipalId": sp, "namespaceId": inst.defaultNS, "name": "reader"})
+	reader := func(api apiClient) apiClient { api.key = issued["key"].(string); return api }
+	readAll := func(want int) {
+		t.Helper()
+		// Twice on each process: the second read of each is the one a kept decision would answer.
+		// The list is decided per item (AuthorizeEach): the Namespace is listed only while granted.
+		for range 2 {
+			for _, api := range apis {
+				do(want, reader(api), "GET", ns, nil)
+				st, list := reader(api).call("GET", "/namespaces", nil)
+				items, _ := list["data"].([]any)
+				if listed := len(items) == 1; st != 200 || listed != (want == 200) {
+					t.Fatalf("list on %s: %d %v (want the Namespace listed: %v)", api.base, st, list, want == 200)
+				}
+			}
+		}
+	}
+	readAll(200)
+
+	do(204, admin, "DELETE", ns+"/iam/access-bindings/"+binding, nil)
+	do(403, reader(other), "GET", ns, nil)
+	readAll(403)
+
+	bind()
+	readAll(200)
+
+	do(200, admin, "DELETE", "/api/auth/service-keys/"+issued["id"].(string), nil)
+	do(401, reader(other), "GET", ns, nil)
+}

@@ -85,6 +85,11 @@ func (d *denial) Error() string { return "api: authorization denied: " + d.event
 func (c *call) bind(tx pgx.Tx) {
 	c.tx = tx
 	c.iam = iam.NewNative(c.s.cfg.IAMDriverID, iam.StoreSource{DB: tx})
+	// Only a read-only route reuses decisions: a route that writes may change the policy and
+	// authorize again in the same transaction, which must see its own change.
+	if c.route.Tx == TxRead {
+		c.iam = c.iam.WithCache(c.s.decisions)
+	}
 }
 
 // decode unmarshals the validated body into v.

@@ -22,6 +22,7 @@ import (
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/driver"
+	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/obs"
 	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/preset"
@@ -106,7 +107,14 @@ type Server struct {
 	signInState *signInState
 	// runtimeGate bounds the runtime views' reads of each principal and of the replica.
 	runtimeGate *runtimeGate
+	// decisions are the authorization decisions this process reuses while the policy epoch the
+	// request reads with its identity is unchanged (decision 42).
+	decisions *iam.DecisionCache
 }
+
+// decisionCacheLimit bounds the decisions one API process keeps: a decision is a few hundred
+// bytes, so the cache stays under a few tens of MiB.
+const decisionCacheLimit = 65536
 
 // maxConcurrentHashes bounds concurrent password hashing and verification.
 const maxConcurrentHashes = 16
@@ -179,6 +187,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		dummyHash:   dummy,
 		hashSlots:   make(chan struct{}, maxConcurrentHashes),
 		signInState: signInState, runtimeGate: newRuntimeGate(),
+		decisions: iam.NewDecisionCache(decisionCacheLimit),
 	}
 	if err := s.prepareSignIn(ctx); err != nil {
 		return nil, err

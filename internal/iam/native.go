@@ -72,6 +72,10 @@ var (
 type Native struct {
 	id  string
 	src PolicySource
+	// With a cache (WithCache), the policy epoch the request's identity lookup read.
+	cache      *DecisionCache
+	epoch      int64
+	epochKnown bool
 }
 
 // NewNative returns the native driver named id (the operator's driver id from the startup YAML,
@@ -90,11 +94,21 @@ func (n *Native) Authorize(ctx context.Context, req Request) (Decision, error) {
 	if n.src == nil {
 		return deny(n.id, ReasonUnavailable, Evidence{}), errNoSource
 	}
+	cached := n.cache != nil && n.epochKnown
+	if cached {
+		if d, ok := n.cache.get(n.epoch, req); ok {
+			return d, nil
+		}
+	}
 	slice, err := n.src.DecisionPolicy(ctx, req.PrincipalID, req.Action, req.Resource)
 	if err != nil {
 		return deny(n.id, ReasonUnavailable, Evidence{}), fmt.Errorf("iam: loading decision policy: %w", err)
 	}
-	return Decide(slice, req, n.id), nil
+	d := Decide(slice, req, n.id)
+	if cached {
+		n.cache.put(n.epoch, req, d)
+	}
+	return d, nil
 }
 
 // AuthorizeEach decides, like Authorize for each resource, whether principalID may perform action
@@ -116,16 +130,39 @@ func (n *Native) AuthorizeEach(ctx context.Context, principalID, action string, 
 		unavailable()
 		return out, errNoSource
 	}
-	loaded, err := n.src.DecisionPolicies(ctx, principalID, action, resources)
-	if err == nil && len(loaded) != len(resources) {
-		err = fmt.Errorf("%d policy slices for %d resources", len(loaded), len(resources))
+	// With a cache, only the resources without a decision of this epoch are read and decided.
+	cached := n.cache != nil && n.epochKnown
+	missing := make([]int, 0, len(resources))
+	for i, res := range resources {
+		if cached {
+			if d, ok := n.cache.get(n.epoch, Request{PrincipalID: principalID, Action: action, Resource: res}); ok {
+				out[i] = d
+				continue
+			}
+		}
+		missing = append(missing, i)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	toLoad := make([]Resource, len(missing))
+	for j, i := range missing {
+		toLoad[j] = resources[i]
+	}
+	loaded, err := n.src.DecisionPolicies(ctx, principalID, action, toLoad)
+	if err == nil && len(loaded) != len(toLoad) {
+		err = fmt.Errorf("%d policy slices for %d resources", len(loaded), len(toLoad))
 	}
 	if err != nil {
 		unavailable()
 		return out, fmt.Errorf("iam: loading decision policy: %w", err)
 	}
-	for i, res := range resources {
-		out[i] = Decide(loaded[i], Request{PrincipalID: principalID, Action: action, Resource: res}, n.id)
+	for j, i := range missing {
+		req := Request{PrincipalID: principalID, Action: action, Resource: resources[i]}
+		out[i] = Decide(loaded[j], req, n.id)
+		if cached {
+			n.cache.put(n.epoch, req, out[i])
+		}
 	}
 	return out, nil
 }
@@ -151,7 +188,15 @@ func (n *Native) LookupIdentity(ctx context.Context, q IdentityLookup) (*Identit
 	if n.src == nil {
 		return nil, errNoSource
 	}
-	rows, err := n.src.LookupIdentity(ctx, q)
+	var rows []Identity
+	var err error
+	if es, ok := n.src.(epochSource); ok && n.cache != nil {
+		var epoch int64
+		rows, epoch, err = es.LookupIdentityAtEpoch(ctx, q)
+		n.epoch, n.epochKnown = epoch, err == nil
+	} else {
+		rows, err = n.src.LookupIdentity(ctx, q)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("iam: looking up identity: %w", err)
 	}

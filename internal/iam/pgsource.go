@@ -201,16 +201,33 @@ func (s StoreSource) IdentityGrants(ctx context.Context, identityID string) (Pol
 }
 
 func (s StoreSource) LookupIdentity(ctx context.Context, q IdentityLookup) ([]Identity, error) {
-	rows, err := store.LookupIAMIdentities(ctx, s.DB, store.LookupIAMIdentitiesParams{
-		Issuer: q.Issuer, Subject: q.Subject, ID: q.ServicePrincipalID})
+	rows, err := store.LookupIAMIdentities(ctx, s.DB, lookupParams(q))
 	if err != nil {
 		return nil, err
 	}
+	return identitiesFromRows(rows), nil
+}
+
+// LookupIdentityAtEpoch is LookupIdentity that also reads the policy epoch in the same statement
+// (epochSource).
+func (s StoreSource) LookupIdentityAtEpoch(ctx context.Context, q IdentityLookup) ([]Identity, int64, error) {
+	rows, epoch, err := store.LookupIAMIdentitiesAtEpoch(ctx, s.DB, lookupParams(q))
+	if err != nil {
+		return nil, 0, err
+	}
+	return identitiesFromRows(rows), epoch, nil
+}
+
+func lookupParams(q IdentityLookup) store.LookupIAMIdentitiesParams {
+	return store.LookupIAMIdentitiesParams{Issuer: q.Issuer, Subject: q.Subject, ID: q.ServicePrincipalID}
+}
+
+func identitiesFromRows(rows []store.IAMIdentity) []Identity {
 	out := make([]Identity, len(rows))
 	for i, r := range rows {
 		out[i] = identityFromRow(r)
 	}
-	return out, nil
+	return out
 }
 
 func identityFromRow(r store.IAMIdentity) Identity {

@@ -220,17 +220,48 @@ type LookupIAMIdentitiesParams struct {
 
 // LookupIAMIdentities finds identities by (issuer, subject) or, when the issuer is empty, by id.
 func LookupIAMIdentities(ctx context.Context, db DBTX, p LookupIAMIdentitiesParams) ([]IAMIdentity, error) {
-	var r pgx.Rows
-	var err error
-	if p.Issuer != "" {
-		r, err = db.Query(ctx, `SELECT `+identityColumns+` FROM occ.iam_identities i WHERE i.issuer = $1 AND i.subject = $2`, p.Issuer, p.Subject)
-	} else {
-		r, err = db.Query(ctx, `SELECT `+identityColumns+` FROM occ.iam_identities i WHERE i.id = $1`, p.ID)
-	}
+	where, args := p.filter()
+	r, err := db.Query(ctx, `SELECT `+identityColumns+` FROM occ.iam_identities i WHERE `+where, args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(r, scanIdentity)
+}
+
+func (p LookupIAMIdentitiesParams) filter() (string, []any) {
+	if p.Issuer != "" {
+		return `i.issuer = $1 AND i.subject = $2`, []any{p.Issuer, p.Subject}
+	}
+	return `i.id = $1`, []any{p.ID}
+}
+
+// LookupIAMIdentitiesAtEpoch is LookupIAMIdentities that also reads, in the same statement, the
+// IAM policy epoch (migration 0013): a number that every committed change to the policy tables
+// changes. Policy read after this statement is at least as new as the epoch.
+func LookupIAMIdentitiesAtEpoch(ctx context.Context, db DBTX, p LookupIAMIdentitiesParams) ([]IAMIdentity, int64, error) {
+	where, args := p.filter()
+	r, err := db.Query(ctx, `
+SELECT e.epoch, `+identityColumns+`
+  FROM (SELECT sum(epoch)::bigint AS epoch FROM occ.iam_policy_epoch) e
+  LEFT JOIN occ.iam_identities i ON `+where, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer r.Close()
+	var epoch int64
+	var out []IAMIdentity
+	for r.Next() {
+		var id, kind *string // NULL when nothing matched: the row carries the epoch alone
+		var i IAMIdentity
+		if err := r.Scan(&epoch, &id, &kind, &i.NamespaceID, &i.AgentID, &i.Issuer, &i.Subject); err != nil {
+			return nil, 0, err
+		}
+		if id != nil && kind != nil {
+			i.ID, i.Kind = *id, *kind
+			out = append(out, i)
+		}
+	}
+	return out, epoch, r.Err()
 }
 
 func scanIdentity(r pgx.CollectableRow) (IAMIdentity, error) {

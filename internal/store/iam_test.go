@@ -168,3 +168,85 @@ func TestLoadIAMPolicyTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestIAMPolicyEpochAdvancesWithEveryCommittedPolicyChange: every transaction that changes a
+// policy table advances the epoch once when it commits, whatever it changed and however many
+// rows; a rolled-back change and a change elsewhere leave it alone; and the lookup that reads it
+// finds (or does not find) the identity in the same statement.
+func TestIAMPolicyEpochAdvancesWithEveryCommittedPolicyChange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	owner, app := db.Owner(t), db.App(t)
+	principal := "prn_00000000-0000-4000-8000-0000000000e1"
+	epoch := func() int64 {
+		t.Helper()
+		ids, e, err := store.LookupIAMIdentitiesAtEpoch(ctx, app, store.LookupIAMIdentitiesParams{ID: principal})
+		if err != nil || len(ids) > 1 {
+			t.Fatalf("lookup: %v %v", ids, err)
+		}
+		return e
+	}
+	last := epoch()
+	expect := func(what string, advanced bool) {
+		t.Helper()
+		now := epoch()
+		if (now != last) != advanced || now < last {
+			t.Fatalf("%s: epoch %d -> %d (want advanced=%v)", what, last, now, advanced)
+		}
+		last = now
+	}
+	exec := func(stmts ...string) error {
+		return pgx.BeginFunc(ctx, owner, func(tx pgx.Tx) error {
+			for _, s := range stmts {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return fmt.Errorf("%s: %w", s, err)
+				}
+			}
+			return nil
+		})
+	}
+	must := func(stmts ...string) {
+		t.Helper()
+		if err := exec(stmts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(`INSERT INTO occ.iam_identities (id, kind, issuer, subject) VALUES ('` + principal + `', 'principal', 'test', 'e1')`)
+	expect("identity inserted", true)
+	if ids, _, err := store.LookupIAMIdentitiesAtEpoch(ctx, app, store.LookupIAMIdentitiesParams{Issuer: "test", Subject: "e1"}); err != nil || len(ids) != 1 || ids[0].ID != principal || ids[0].Kind != "principal" {
+		t.Fatalf("lookup by issuer: %+v %v", ids, err)
+	}
+	// Many rows of several tables in one transaction: one step.
+	must(`INSERT INTO occ.iam_roles (id) SELECT 'role-' || g FROM generate_series(1, 50) g`,
+		`INSERT INTO occ.iam_role_permissions (role_id, action, resource_kind) SELECT 'role-' || g, 'read', 'agent' FROM generate_series(1, 50) g`,
+		`INSERT INTO occ.iam_access_bindings (id, identity_subject_id, role_id) SELECT 'b-' || g, '`+principal+`', 'role-' || g FROM generate_series(1, 50) g`)
+	before := last
+	expect("roles, permissions and bindings", true)
+	if last != before+1 {
+		t.Fatalf("one transaction advanced the epoch by %d", last-before)
+	}
+	must(`INSERT INTO occ.iam_groups (id, name) VALUES ('g1', 'one')`)
+	expect("group", true)
+	must(`INSERT INTO occ.iam_group_memberships (group_id, principal_id) VALUES ('g1', '` + principal + `')`)
+	expect("membership", true)
+	must(`INSERT INTO occ.iam_restrictions (id, action, resource_kind) VALUES ('x1', 'read', 'agent')`)
+	expect("restriction", true)
+	must(`UPDATE occ.iam_access_bindings SET runtime_role = NULL WHERE id = 'b-1'`)
+	expect("binding updated", true)
+	must(`DELETE FROM occ.iam_access_bindings WHERE id = 'b-2'`)
+	expect("binding deleted", true)
+	must(`DELETE FROM occ.iam_restrictions`)
+	expect("restrictions deleted", true)
+	must(`TRUNCATE occ.iam_group_memberships`)
+	expect("memberships truncated", true)
+
+	if err := exec(`DELETE FROM occ.iam_access_bindings WHERE id = 'b-3'`, `SELECT 1/0`); err == nil {
+		t.Fatal("the failing transaction committed")
+	}
+	expect("rolled back", false)
+	must(`INSERT INTO occ.namespaces (id, name) VALUES ('ns_00000000-0000-4000-8000-0000000000e1', 'elsewhere')`)
+	expect("a change outside the policy", false)
+	must(`DELETE FROM occ.iam_access_bindings WHERE id = 'none'`)
+	expect("a statement that changed no row", false)
+}

@@ -25,6 +25,9 @@ const (
 	// occPollInterval is the worker's default OCC_WORKER_POLL_INTERVAL_MS: how long an idle claimer
 	// waits when no slot frees (it never does here: every completion frees one).
 	occPollInterval = 250 * time.Millisecond
+	// pendingLimit bounds the finished items waiting for their batched completion (and the size of
+	// one completion statement).
+	pendingLimit = 1000
 )
 
 func benchOCC(ctx context.Context, c config, admin *pgx.Conn, adminURL string, walinspect bool) (result, error) {
@@ -125,12 +128,26 @@ func burnOCC(ctx context.Context, c config, pool *pgxpool.Pool) ([]string, error
 	defer close(stopProgress)
 	go progress("occ", c.n, c.progress, completed.Load, stopProgress)
 
-	completions := batch.NewRunner(c.workers, func(reqs []queue.TransitionRequest) ([]queue.TransitionResult, error) {
+	// Batched completions free the handler's slot at once, as River's completer does: the claim
+	// loop claims again while the completion waits for its group. At most pendingLimit finished
+	// items wait for their completion (backpressure), each still fenced by its own claim.
+	completions := batch.NewRunner(pendingLimit, func(reqs []queue.TransitionRequest) ([]queue.TransitionResult, error) {
 		return q.TransitionMany(ctx, pool, reqs)
 	})
+	pending := make(chan struct{}, pendingLimit)
+	freeSlot := func() {
+		active.Add(-1)
+		select {
+		case slotFree <- struct{}{}:
+		default:
+		}
+	}
 	finish := func(cl queue.Claim) error {
 		// No-op handler: nothing to do before the finalization.
 		if c.occFinalize == "batch" {
+			pending <- struct{}{}
+			defer func() { <-pending }()
+			freeSlot()
 			res, err := completions.Do(queue.TransitionRequest{Claim: cl, To: queue.TransitionComplete})
 			if err == nil {
 				err = res.Err
@@ -161,13 +178,11 @@ func burnOCC(ctx context.Context, c config, pool *pgxpool.Pool) ([]string, error
 			cancel(fmt.Errorf("complete %s: %w", cl.Work.Key, err))
 			return
 		}
-		active.Add(-1)
+		if c.occFinalize != "batch" {
+			freeSlot()
+		}
 		if completed.Add(1) == int64(c.n) {
 			close(done)
-		}
-		select {
-		case slotFree <- struct{}{}:
-		default:
 		}
 	}
 
@@ -247,7 +262,7 @@ loop:
 	case "complete":
 		finalize = "Complete alone (autocommit)"
 	case "batch":
-		finalize = "TransitionMany (the completions waiting at once, in one fenced statement)"
+		finalize = fmt.Sprintf("TransitionMany (the completions waiting at once, in one fenced statement; the slot is freed before, at most %d wait)", pendingLimit)
 	}
 	return []string{
 		fmt.Sprintf("claim statements: %d (%d empty), %.2f items per non-empty claim, %.3f claim statements/job, %.2f ms each on average",

@@ -21,6 +21,8 @@ GRANT SELECT ON occ.iam_groups, occ.iam_group_memberships TO {{app_role}};
 GRANT SELECT, INSERT, DELETE ON occ.iam_access_bindings TO {{app_role}};
 GRANT UPDATE (runtime_role) ON occ.iam_access_bindings TO {{app_role}};
 GRANT SELECT, INSERT, DELETE ON occ.iam_restrictions TO {{app_role}};
+-- The policy epoch (migration 0013): the triggers advance it as the owner; the API reads it.
+GRANT SELECT ON occ.iam_policy_epoch TO {{app_role}};
 
 GRANT SELECT, INSERT ON occ.accounts TO {{app_role}};
 GRANT UPDATE (name, disabled, version, updated_at) ON occ.accounts TO {{app_role}};
