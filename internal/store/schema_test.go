@@ -80,6 +80,25 @@ func TestApplicationRoleCannotDeleteWorkAuditOrRewriteRevisions(t *testing.T) {
 	if _, err := owner.Exec(ctx, `DELETE FROM occ.audit_events`); sqlState(err) != "55000" {
 		t.Errorf("owner delete audit: %v", err)
 	}
+	// Nor a work item's owner, targets or actor (migration 0014 fires the guard only for updates
+	// that name those columns; the queue's own updates do not).
+	for _, sql := range []string{
+		`UPDATE occ.controller_work SET actor_id = 'prn_other'`,
+		`UPDATE occ.controller_work SET namespace_target = 'deleted'`,
+		`UPDATE occ.controller_work SET created_at = created_at - interval '1 day'`,
+	} {
+		if _, err := owner.Exec(ctx, sql); sqlState(err) != "55000" {
+			t.Errorf("owner %s: %v", sql, err)
+		}
+	}
+	for _, sql := range []string{
+		`UPDATE occ.controller_work SET available_at = clock_timestamp()`,
+		`UPDATE occ.controller_work SET work_kind = work_kind`, // named, but unchanged
+	} {
+		if _, err := owner.Exec(ctx, sql); err != nil {
+			t.Errorf("owner %s: %v", sql, err)
+		}
+	}
 }
 
 func TestNamespaceLifecycleTrigger(t *testing.T) {
