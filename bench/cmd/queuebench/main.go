@@ -70,7 +70,7 @@ func main() {
 	flag.DurationVar(&c.progress, "progress", 5*time.Second, "interval of progress lines")
 	flag.BoolVar(&c.walBreakdown, "wal-breakdown", true, "attribute each run's WAL to tables and indexes with pg_walinspect (needs the contrib extension)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the bench databases (only with -database-url; a private server is always removed)")
-	flag.StringVar(&c.occFinalize, "occ-finalize", "tx", "OCC completion: tx = the worker's finalization transaction (BEGIN; renew; complete; COMMIT), complete = Complete alone (autocommit), batch = completions gathered into one TransitionMany statement")
+	flag.StringVar(&c.occFinalize, "occ-finalize", "batch", "OCC completion: batch = completions gathered into one TransitionMany statement, the slot freed before (default), tx = the worker's finalization transaction (BEGIN; renew; complete; COMMIT), complete = Complete alone (autocommit)")
 	flag.BoolVar(&c.occRecover, "occ-recover", true, "OCC: run RecoverStale at the start of a claim round once per poll interval, as the worker does")
 	flag.DurationVar(&c.riverFetchCooldown, "river-fetch-cooldown", 2*time.Millisecond, "River FetchCooldown of engine river (riverbench uses 2ms; River's default is 100ms: engine river-defaults)")
 	flag.DurationVar(&c.riverFetchPoll, "river-fetch-poll-interval", 20*time.Millisecond, "River FetchPollInterval of engine river (riverbench uses 20ms; default 1s)")

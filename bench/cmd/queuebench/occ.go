@@ -112,9 +112,10 @@ func newPool(ctx context.Context, url string, size int) (*pgxpool.Pool, error) {
 
 // burnOCC is one worker process's claim loop without the worker's Compute path: each round runs
 // RecoverStale when a poll interval has passed since the last one (unless disabled) and claims up
-// to the free capacity; every claim is handled in a
-// goroutine of its own by a no-op handler and finished in its own transaction; a finished item
-// frees its slot and wakes the claimer. An item counts as done once its commit has returned.
+// to the free capacity; every claim is handled in a goroutine of its own by a no-op handler and
+// finalized as c.occFinalize says (batch: its slot is freed and the claimer woken at once, and the
+// completion joins the next TransitionMany; otherwise in its own transaction, which then frees the
+// slot). An item counts as done once the statement or commit that finalized it has returned.
 func burnOCC(ctx context.Context, c config, pool *pgxpool.Pool) ([]string, error) {
 	q := queue.New(pool, queue.Options{}) // the worker's defaults: 60 s lease, 10 attempts
 	ctx, cancel := context.WithCancelCause(ctx)
