@@ -27,6 +27,12 @@ func sqlState(err error) string {
 	return ""
 }
 
+// refusedBy reports whether err is PostgreSQL refusing a write by the CHECK constraint c.
+func refusedBy(err error, c store.Constraint) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.ConstraintName == string(c)
+}
+
 // agentFixture is one Namespace with one Agent and one revision, written as the application role.
 type agentFixture struct {
 	ns, agent, rev, cfg, spn, actor string
@@ -90,6 +96,11 @@ func TestApplicationRoleCannotDeleteWorkAuditOrRewriteRevisions(t *testing.T) {
 		if _, err := owner.Exec(ctx, sql); sqlState(err) != "55000" {
 			t.Errorf("owner %s: %v", sql, err)
 		}
+	}
+	// The result data rule holds for the owner too (migration 0015 tests result_data IS NULL first).
+	if _, err := owner.Exec(ctx, `UPDATE occ.controller_work SET state = 'succeeded', completed_at = clock_timestamp(),
+	    reason_code = 'REVISION_ACTIVATED', result_data = '{"warnings":[{"code":"BAD","pluginId":"p"}]}'`); !refusedBy(err, store.ConstraintWorkResultValid) {
+		t.Errorf("invalid result data: %v", err)
 	}
 	for _, sql := range []string{
 		`UPDATE occ.controller_work SET available_at = clock_timestamp()`,
