@@ -199,8 +199,9 @@ func (c *call) admitIdentity(ctx context.Context) error {
 	return nil
 }
 
-// authorize asks the IAM driver, fresh, whether the caller may perform action on res. A denial is
-// returned as a *denial (403, audited after rollback); a storage failure as 503.
+// authorize asks the IAM driver whether the caller may perform action on res (fresh, or a decision
+// made under the policy epoch this request read: decision 42). A denial is returned as a *denial
+// (403, audited after rollback); a storage failure as 503.
 func (c *call) authorize(ctx context.Context, action string, res iam.Resource) error {
 	allowed, decision, err := c.decide(ctx, action, res)
 	if err != nil {
