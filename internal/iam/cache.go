@@ -74,10 +74,10 @@ type epochSource interface {
 }
 
 // WithCache returns a Native for one request that reuses the decisions of cache: its
-// LookupIdentity reads the policy epoch, and its Authorize and AuthorizeEach calls after that consult and fill the
-// cache under that epoch. Before a lookup, or over a source that cannot read the epoch, it
-// decides afresh like n. The returned Native holds the request's epoch: never share it between
-// requests.
+// LookupIdentity reads the policy epoch, and its Authorize and AuthorizeEach calls after that
+// consult and fill the cache under that epoch. Before a lookup, or over a source that cannot read
+// the epoch, it decides afresh like n. The returned Native holds the request's epoch: never share
+// it between requests.
 func (n *Native) WithCache(cache *DecisionCache) *Native {
 	c := *n
 	c.cache = cache
