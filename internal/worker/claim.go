@@ -44,6 +44,10 @@ type activeClaim struct {
 	lapse         *time.Timer
 	lost          bool
 	released      bool // the pass is over: no renewal is sent any more
+	// ended: a finalization transaction that made the claim's queue transition committed. The
+	// claim is over (the transition cleared its token), so a renewal refused after that is the
+	// transition's own doing, not a lost claim.
+	ended bool
 	cause         string
 	inflight      int        // renewals sent and not yet answered
 	answered      *sync.Cond // signalled when a renewal is answered (on mu)
@@ -51,6 +55,9 @@ type activeClaim struct {
 	// txNow is the database clock at the renewal that began the current finalization
 	// transaction; only the pass's own goroutine writes and reads it (renewInTx, txClock).
 	txNow time.Time
+	// transitioned: the current finalization transaction made the queue transition (pass
+	// goroutine only, like txNow).
+	transitioned bool
 }
 
 func newActiveClaim(parent context.Context, q *queue.Queue, c queue.Claim, sentAt time.Time, onLate func(*activeClaim, time.Duration), spawn func(func())) *activeClaim {
@@ -96,7 +103,7 @@ func (a *activeClaim) stop() {
 func (a *activeClaim) beginRenewal() (sentAt time.Time, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.lost || a.released {
+	if a.lost || a.released || a.ended {
 		return time.Time{}, false
 	}
 	a.inflight++
@@ -129,6 +136,8 @@ func (a *activeClaim) endRenewal(renewal string, sentAt, until time.Time, renewe
 	a.answered.Broadcast()
 	lapsedBefore := answered.Sub(a.lastConfirmed) >= a.lease
 	switch {
+	case a.ended:
+		// The claim ended with the pass's own transition: the answer changes nothing.
 	case a.lost:
 		// The lapse timer won the race; the answer tells why the lease was not confirmed.
 		if a.cause == CauseLeaseLapsed {
@@ -206,6 +215,24 @@ func (a *activeClaim) txClock() time.Time { return a.txNow }
 func (a *activeClaim) state() (lost bool, cause string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.lost, a.cause
+}
+
+// end records that the pass's transition committed: the claim is over.
+func (a *activeClaim) end() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ended = true
+}
+
+// outcomeState is state for the pass's report: a claim that ended with the pass's own committed
+// transition was not lost, whatever a renewal answered after the commit.
+func (a *activeClaim) outcomeState() (lost bool, cause string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ended {
+		return false, ""
+	}
 	return a.lost, a.cause
 }
 

@@ -243,6 +243,11 @@ func TestRefusedCandidateStopPendingUntilTheStopSucceeds(t *testing.T) {
 	w.waitCompletion(t, key, refusal)
 	waits := w.linesWithCode(key, "REFUSED_CANDIDATE_STOP_PENDING")
 	if len(waits) != 2 {
+		for _, ev := range w.logs.Events("") {
+			if ev["workId"] == key {
+				t.Logf("line of %s: %v", key, ev)
+			}
+		}
 		t.Fatalf("%d wait lines", len(waits))
 	}
 	for _, ev := range waits {

@@ -186,14 +186,27 @@ func (w *Worker) finalize(a *activeClaim, fn func(ctx context.Context, tx txDB) 
 	defer cancel()
 	w.hooks.publishBegun(a)
 	begun := time.Now()
+	a.transitioned = false
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := a.renewInTx(ctx, tx); err != nil {
 			return err
 		}
 		return fn(ctx, tx)
 	})
+	if err == nil && a.transitioned {
+		a.end()
+	}
 	w.hooks.published(a, begun, err)
 	return err
+}
+
+// transitioned records a queue transition made in the finalization transaction and reports it to
+// the hooks.
+func (w *Worker) transitioned(a *activeClaim, op queue.Transition, code string, work queue.Work, err error) {
+	if err == nil {
+		a.transitioned = true
+	}
+	w.hooks.transition(a, op, code, work, err)
 }
 
 // complete, deferWork, retry and fail make the fenced queue transition of a finalization
@@ -203,24 +216,24 @@ func (w *Worker) complete(ctx context.Context, tx txDB, a *activeClaim, code str
 	if code == "" {
 		code = queue.CodeReconcileSucceeded
 	}
-	w.hooks.transition(a, queue.TransitionComplete, code, work, err)
+	w.transitioned(a, queue.TransitionComplete, code, work, err)
 	return work, err
 }
 
 func (w *Worker) deferWork(ctx context.Context, tx txDB, a *activeClaim, code string, o queue.DeferOptions) (queue.Work, error) {
 	work, err := w.q.Defer(ctx, tx, a.claim, code, o)
-	w.hooks.transition(a, queue.TransitionDefer, code, work, err)
+	w.transitioned(a, queue.TransitionDefer, code, work, err)
 	return work, err
 }
 
 func (w *Worker) retry(ctx context.Context, tx txDB, a *activeClaim, code string) (queue.Work, error) {
 	work, err := w.q.Retry(ctx, tx, a.claim, code)
-	w.hooks.transition(a, queue.TransitionRetry, code, work, err)
+	w.transitioned(a, queue.TransitionRetry, code, work, err)
 	return work, err
 }
 
 func (w *Worker) fail(ctx context.Context, tx txDB, a *activeClaim, code string, data json.RawMessage) (queue.Work, error) {
 	work, err := w.q.Fail(ctx, tx, a.claim, code, data)
-	w.hooks.transition(a, queue.TransitionFail, code, work, err)
+	w.transitioned(a, queue.TransitionFail, code, work, err)
 	return work, err
 }

@@ -303,7 +303,7 @@ func (w *Worker) runPass(a *activeClaim) {
 	if rep.outcome != "" {
 		outcome = rep.outcome // an exhausted retry of Agent work is permanent; result stays retry
 	}
-	lost, cause := a.state()
+	lost, cause := a.outcomeState()
 	switch {
 	case cause == CauseWorkerStopping:
 		outcome = outcomeError
