@@ -67,8 +67,6 @@ func workTargets(w *WorkRecord) []any {
 		&w.LeaseExpiresAt, &w.CompletedAt, &w.ReasonCode, &w.ResultData, &w.CreatedAt, &w.UpdatedAt}
 }
 
-// ErrNoRows is returned by fenced writes that matched nothing: the claim is lost.
-var ErrNoRows = errors.New("no rows")
 
 // WorkNotifyChannel is the LISTEN/NOTIFY channel that wakes idle workers.
 const WorkNotifyChannel = "occ_controller_work"
