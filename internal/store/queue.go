@@ -67,7 +67,6 @@ func workTargets(w *WorkRecord) []any {
 		&w.LeaseExpiresAt, &w.CompletedAt, &w.ReasonCode, &w.ResultData, &w.CreatedAt, &w.UpdatedAt}
 }
 
-
 // WorkNotifyChannel is the LISTEN/NOTIFY channel that wakes idle workers.
 const WorkNotifyChannel = "occ_controller_work"
 
