@@ -288,25 +288,31 @@ ON CONFLICT DO NOTHING`, agent)
 		key := platform.AgentStopWorkKey(agent, platform.NewID("op"))
 		_, err = app.Exec(ctx, `INSERT INTO occ.controller_work (idempotency_key, namespace_id, agent_id, actor_id, agent_target)
 VALUES ($1, $2, $3, 'prn_metrics', 'stopped')`, key, ns, agent)
+	// Each UPDATE repeats its state test outside the subquery that picks the row: a concurrent
+	// writer may change the picked row first, and only the outer WHERE is checked again on the
+	// row it left (READ COMMITTED), so the write never lands on a row in another state.
 	case 4: // one open work row of the Agent ends
 		t := terminal[rng.IntN(len(terminal))]
 		_, err = app.Exec(ctx, `
 UPDATE occ.controller_work SET state = $2, claim_token = NULL, lease_expires_at = NULL,
        completed_at = clock_timestamp(), reason_code = $3
  WHERE idempotency_key = (SELECT idempotency_key FROM occ.controller_work
-                           WHERE agent_id = $1 AND state IN ('queued', 'claimed') ORDER BY random() LIMIT 1)`,
+                           WHERE agent_id = $1 AND state IN ('queued', 'claimed') ORDER BY random() LIMIT 1)
+   AND state IN ('queued', 'claimed')`,
 			agent, t[0], t[1])
 	case 5: // one open work row is claimed, or one ended row is queued again (a retried failure)
 		if rng.IntN(2) == 0 {
 			_, err = app.Exec(ctx, `
 UPDATE occ.controller_work SET state = 'claimed', claim_token = gen_random_uuid(), lease_expires_at = clock_timestamp() + interval '1 minute'
  WHERE idempotency_key = (SELECT idempotency_key FROM occ.controller_work
-                           WHERE agent_id = $1 AND state = 'queued' ORDER BY random() LIMIT 1)`, agent)
+                           WHERE agent_id = $1 AND state = 'queued' ORDER BY random() LIMIT 1)
+   AND state = 'queued'`, agent)
 		} else {
 			_, err = app.Exec(ctx, `
 UPDATE occ.controller_work SET state = 'queued', completed_at = NULL, reason_code = NULL, result_data = NULL
  WHERE idempotency_key = (SELECT idempotency_key FROM occ.controller_work
-                           WHERE agent_id = $1 AND state IN ('succeeded', 'failed_permanent') ORDER BY random() LIMIT 1)`, agent)
+                           WHERE agent_id = $1 AND state IN ('succeeded', 'failed_permanent') ORDER BY random() LIMIT 1)
+   AND state IN ('succeeded', 'failed_permanent')`, agent)
 		}
 	}
 	if code, _ := store.ServerErrorCode(err); code == "23505" {
