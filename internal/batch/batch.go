@@ -17,7 +17,8 @@ import (
 // Serve serves one group: one result per request, in order, or an error that is every request's.
 type Serve[Req, Res any] func(reqs []Req) ([]Res, error)
 
-// Runner gathers requests into groups of at most Max and serves each group with one Serve call.
+// Runner gathers requests into groups of at most its limit and serves each group with one Serve
+// call.
 type Runner[Req, Res any] struct {
 	serve Serve[Req, Res]
 	max   int

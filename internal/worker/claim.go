@@ -44,13 +44,13 @@ type activeClaim struct {
 	lapse         *time.Timer
 	lost          bool
 	released      bool // the pass is over: no renewal is sent any more
+	cause         string
+	inflight      int        // renewals sent and not yet answered
+	answered      *sync.Cond // signalled when a renewal is answered (on mu)
 	// ended: a finalization transaction that made the claim's queue transition committed. The
 	// claim is over (the transition cleared its token), so a renewal refused after that is the
 	// transition's own doing, not a lost claim.
-	ended    bool
-	cause    string
-	inflight int        // renewals sent and not yet answered
-	answered *sync.Cond // signalled when a renewal is answered (on mu)
+	ended bool
 
 	// txNow is the database clock at the renewal that began the current finalization
 	// transaction; only the pass's own goroutine writes and reads it (renewInTx, txClock).
