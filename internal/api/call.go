@@ -6,8 +6,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/iam"
@@ -26,9 +24,13 @@ type call struct {
 	query     map[string]string
 	body      json.RawMessage // canonical, schema-valid JSON
 
-	cred      auth.Credential
-	identity  *iam.Identity
-	tx        pgx.Tx
+	cred     auth.Credential
+	identity *iam.Identity
+	// db runs the route's statements: its transaction (TxWrite) or a read-only connection (TxRead).
+	db store.DBTX
+	// auditDB receives the call's audit rows: sent with the commit in a PipelinedTx, at once
+	// anywhere else.
+	auditDB   store.Execer
 	iam       *iam.Native
 	namespace *store.Namespace // the path Namespace (ScopeNamespace)
 
@@ -82,9 +84,12 @@ type denial struct {
 
 func (d *denial) Error() string { return "api: authorization denied: " + d.event.DecisionReason }
 
-func (c *call) bind(tx pgx.Tx) {
-	c.tx = tx
-	c.iam = iam.NewNative(c.s.cfg.IAMDriverID, iam.StoreSource{DB: tx})
+func (c *call) bind(db store.DBTX) {
+	c.db, c.auditDB = db, db
+	if tx, ok := db.(*store.PipelinedTx); ok {
+		c.auditDB = tx.AtCommit()
+	}
+	c.iam = iam.NewNative(c.s.cfg.IAMDriverID, iam.StoreSource{DB: db})
 	// Only a read-only route reuses decisions: a route that writes may change the policy and
 	// authorize again in the same transaction, which must see its own change.
 	if c.route.Tx == TxRead {
@@ -180,7 +185,7 @@ func (c *call) admitIdentity(ctx context.Context) error {
 		if scope != nil && *scope != c.params["namespaceId"] {
 			return c.deny(nil, "credential scoped to another namespace", "CREDENTIAL_SCOPE")
 		}
-		ns, err := store.GetNamespace(ctx, c.tx, c.params["namespaceId"], route.NamespaceLock)
+		ns, err := store.GetNamespace(ctx, c.db, c.params["namespaceId"], route.NamespaceLock)
 		if errors.Is(err, store.ErrNotFound) {
 			return platform.NotFound("The Namespace does not exist.")
 		} else if err != nil {
@@ -375,7 +380,7 @@ func (c *call) audit(ctx context.Context, ev audit.Event) error {
 	ev.RequestID = c.requestID
 	ev.IAMDriverID = c.s.cfg.IAMDriverID
 	c.fillActor(&ev)
-	if _, err := c.s.appender.Append(ctx, c.tx, ev); err != nil {
+	if _, err := c.s.appender.Append(ctx, c.auditDB, ev); err != nil {
 		return platform.Unavailable(err)
 	}
 	return nil

@@ -210,9 +210,9 @@ func (s *Server) harnessAuthInput(ctx context.Context, c *call, raw json.RawMess
 	}
 	var err error
 	if src.Kind == platform.RefKindSecret {
-		_, err = store.GetSecret(ctx, c.tx, c.namespace.ID, src.ID, store.LockShare)
+		_, err = store.GetSecret(ctx, c.db, c.namespace.ID, src.ID, store.LockShare)
 	} else {
-		_, err = store.GetServiceAccount(ctx, c.tx, c.namespace.ID, src.ID, store.LockShare)
+		_, err = store.GetServiceAccount(ctx, c.db, c.namespace.ID, src.ID, store.LockShare)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, platform.NotFound("The Harness authentication source does not exist in this Namespace.")
@@ -240,7 +240,7 @@ func (c *call) authorizeHarnessSource(ctx context.Context, p principal, ha *plat
 // agentConfiguration reads the Agent's Configuration (404 when absent, locked FOR SHARE) and checks
 // the caller's configuration:read.
 func (s *Server) agentConfiguration(ctx context.Context, c *call, id string) (store.ConfigurationRow, error) {
-	row, err := store.GetConfiguration(ctx, c.tx, c.namespace.ID, id, store.LockShare)
+	row, err := store.GetConfiguration(ctx, c.db, c.namespace.ID, id, store.LockShare)
 	if errors.Is(err, store.ErrNotFound) {
 		return row, platform.NotFound("The Configuration does not exist in this Namespace.")
 	} else if err != nil {
@@ -260,7 +260,7 @@ func (s *Server) listAgents(ctx context.Context, c *call) error {
 	ns := c.namespace.ID
 	items, next, err := collect(ctx, c.pageLimit(0),
 		func(after *cursorDoc, n int) ([]store.AgentRow, error) {
-			rows, err := store.ListAgents(ctx, c.tx, ns, keyCursor(after), n)
+			rows, err := store.ListAgents(ctx, c.db, ns, keyCursor(after), n)
 			if err != nil {
 				return nil, platform.Unavailable(err)
 			}
@@ -315,7 +315,7 @@ func (s *Server) createAgent(ctx context.Context, c *call) error {
 	if ha != nil {
 		row.HarnessAuth = rawObject(ha)
 	}
-	created, err := store.InsertAgent(ctx, c.tx, row)
+	created, err := store.InsertAgent(ctx, c.db, row)
 	if errors.Is(err, store.ErrDuplicate) {
 		return platform.Conflict("An Agent with this name exists in the Namespace.")
 	} else if err != nil {
@@ -331,7 +331,7 @@ func (s *Server) createAgent(ctx context.Context, c *call) error {
 		if err != nil {
 			return platform.Unavailable(err)
 		}
-		if err := store.InsertInitialWorkspaceFiles(ctx, c.tx, created.NamespaceID, created.ID, raw); err != nil {
+		if err := store.InsertInitialWorkspaceFiles(ctx, c.db, created.NamespaceID, created.ID, raw); err != nil {
 			return platform.Unavailable(err)
 		}
 		// The audit names the files, never their content.
@@ -352,7 +352,7 @@ func (s *Server) createAgent(ctx context.Context, c *call) error {
 
 // pathAgent reads the path's Agent (404) with lock and checks action on it (403).
 func (s *Server) pathAgent(ctx context.Context, c *call, action string, lock store.RowLock) (store.AgentRow, error) {
-	a, err := store.GetAgent(ctx, c.tx, c.namespace.ID, c.params["agentId"], lock)
+	a, err := store.GetAgent(ctx, c.db, c.namespace.ID, c.params["agentId"], lock)
 	if errors.Is(err, store.ErrNotFound) {
 		return a, platform.NotFound("The Agent does not exist in this Namespace.")
 	} else if err != nil {
@@ -434,7 +434,7 @@ func (s *Server) patchAgent(ctx context.Context, c *call) error {
 	if ha != nil {
 		a.HarnessAuth = rawObject(ha)
 	}
-	updated, err := store.UpdateAgentDraft(ctx, c.tx, a)
+	updated, err := store.UpdateAgentDraft(ctx, c.db, a)
 	if errors.Is(err, store.ErrDuplicate) {
 		return platform.Conflict("An Agent with this name exists in the Namespace.")
 	} else if err != nil {
@@ -456,7 +456,7 @@ func agentWork(key, namespaceID, agentID, actorID, target string) queue.EnqueueW
 }
 
 func enqueue(ctx context.Context, c *call, w queue.EnqueueWork) error {
-	if _, err := queue.Enqueue(ctx, c.tx, w); err != nil {
+	if _, err := queue.Enqueue(ctx, c.db, w); err != nil {
 		if errors.Is(err, queue.ErrConflict) {
 			return platform.Conflict("Conflicting work is already queued for this Agent.")
 		}
@@ -477,7 +477,7 @@ func (s *Server) deleteAgent(ctx context.Context, c *call) error {
 	res := nsResource(iam.KindAgent, a.ID, a.NamespaceID)
 	key := platform.AgentDeleteWorkKey(a.ID)
 	if a.Status == platform.AgentDeleting {
-		work, err := store.GetWorkState(ctx, c.tx, key)
+		work, err := store.GetWorkState(ctx, c.db, key)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return platform.Unavailable(err)
 		}
@@ -501,7 +501,7 @@ func (s *Server) deleteAgent(ctx context.Context, c *call) error {
 						"the deletion belongs to its initiator", "DELETION_OWNED_BY_INITIATOR")
 				}
 			}
-			requeued, err := store.RetryFailedAgentDeletion(ctx, c.tx, store.RetryFailedAgentDeletionParams{
+			requeued, err := store.RetryFailedAgentDeletion(ctx, c.db, store.RetryFailedAgentDeletionParams{
 				NamespaceID: a.NamespaceID, AgentID: a.ID, InitiatorID: work.ActorID, ActorID: c.actorID()})
 			if err != nil {
 				return platform.Unavailable(err)
@@ -515,7 +515,7 @@ func (s *Server) deleteAgent(ctx context.Context, c *call) error {
 		c.respond(http.StatusAccepted, agentToView(a))
 		return nil
 	}
-	updated, err := store.MarkAgentDeleting(ctx, c.tx, a.NamespaceID, a.ID)
+	updated, err := store.MarkAgentDeleting(ctx, c.db, a.NamespaceID, a.ID)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
@@ -538,7 +538,7 @@ func (s *Server) stopAgent(ctx context.Context, c *call) error {
 	if err := refuseDeletingAgent(a); err != nil {
 		return err
 	}
-	updated, err := store.SetAgentDesiredState(ctx, c.tx, store.SetAgentDesiredStateParams{
+	updated, err := store.SetAgentDesiredState(ctx, c.db, store.SetAgentDesiredStateParams{
 		NamespaceID: a.NamespaceID, AgentID: a.ID, State: platform.RuntimeStopped})
 	if err != nil {
 		return platform.Unavailable(err)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
@@ -91,7 +90,7 @@ func (s *Server) signIn(ctx context.Context, c *call) error {
 	}
 	sessionID := auth.NewSessionID()
 	c.identity = s.principalOf(login.Account)
-	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx *store.PipelinedTx) error {
 		c.bind(tx)
 		if _, err := store.InsertSession(ctx, tx, sessionID, tokenHash, login.Account.ID, auth.SessionLifetime); err != nil {
 			return platform.Unavailable(err)
@@ -115,7 +114,7 @@ func (s *Server) auditSignInFailure(ctx context.Context, c *call, login store.Pa
 	if found {
 		c.identity = s.principalOf(login.Account)
 	}
-	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *store.PipelinedTx) error {
 		c.bind(tx)
 		return c.audit(ctx, audit.Event{Outcome: audit.OutcomeFailure, ReasonCode: "INVALID_CREDENTIALS",
 			Resource: audit.Resource{Kind: iam.KindInstallation, ID: s.installation.ID}})
@@ -137,7 +136,7 @@ func (s *Server) signOut(ctx context.Context, c *call) error {
 	session := c.cred.Session
 	c.identity = s.principalOf(session.Account)
 	// Concurrent sign-outs of one session all admitted it; only the one that deleted it ends it.
-	if deleted, err := store.DeleteSession(ctx, c.tx, session.ID); err != nil {
+	if deleted, err := store.DeleteSession(ctx, c.db, session.ID); err != nil {
 		return platform.Unavailable(err)
 	} else if !deleted {
 		return platform.NewError(platform.CodeUnauthenticated, platform.MessageUnauthenticated)
@@ -219,7 +218,7 @@ func (s *Server) createAccount(ctx context.Context, c *call) error {
 	}
 	var role *store.IAMRole
 	if b.RoleID != nil {
-		r, err := store.GetRole(ctx, c.tx, *b.RoleID)
+		r, err := store.GetRole(ctx, c.db, *b.RoleID)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && r.NamespaceID != nil) {
 			return platform.Invalid("The Role is not an Installation Role.", "/roleId", problem.DetailInvalidValue)
 		} else if err != nil {
@@ -238,11 +237,11 @@ func (s *Server) createAccount(ctx context.Context, c *call) error {
 	accountID := platform.NewID(platform.PrefixAccount)
 	principalID := platform.NewID(platform.PrefixPrincipal)
 	issuer := auth.Issuer(s.installation.ID)
-	if err := store.InsertIAMIdentity(ctx, c.tx, store.IAMIdentity{ID: principalID, Kind: iam.IdentityKindPrincipal,
+	if err := store.InsertIAMIdentity(ctx, c.db, store.IAMIdentity{ID: principalID, Kind: iam.IdentityKindPrincipal,
 		Issuer: &issuer, Subject: &accountID}); err != nil {
 		return platform.Unavailable(err)
 	}
-	if err := store.InsertAccount(ctx, c.tx, store.Account{ID: accountID, Email: email, Name: name, PrincipalID: principalID}, hash); err != nil {
+	if err := store.InsertAccount(ctx, c.db, store.Account{ID: accountID, Email: email, Name: name, PrincipalID: principalID}, hash); err != nil {
 		if errors.Is(err, store.ErrDuplicate) {
 			return platform.Conflict("An account with this email exists.")
 		}
@@ -252,7 +251,7 @@ func (s *Server) createAccount(ctx context.Context, c *call) error {
 	if role != nil {
 		kind, ins := iam.KindInstallation, s.installation.ID
 		bindingID := "binding_auth_" + uuid.NewString()
-		if err := store.InsertIAMBinding(ctx, c.tx, store.IAMBinding{ID: bindingID, IdentitySubjectID: &principalID,
+		if err := store.InsertIAMBinding(ctx, c.db, store.IAMBinding{ID: bindingID, IdentitySubjectID: &principalID,
 			RoleID: role.ID, ResourceKind: &kind, ResourceID: &ins}); err != nil {
 			return platform.Unavailable(err)
 		}
@@ -289,7 +288,7 @@ func (s *Server) issueServiceKey(ctx context.Context, c *call) error {
 	if err := c.decode(&b); err != nil {
 		return err
 	}
-	target, err := store.GetIdentity(ctx, c.tx, b.ServicePrincipalID)
+	target, err := store.GetIdentity(ctx, c.db, b.ServicePrincipalID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (target.Kind != iam.IdentityKindServicePrincipal || target.AgentID != nil)) {
 		return platform.Invalid("The ServicePrincipal does not exist or cannot hold keys.", "/servicePrincipalId", problem.DetailInvalidValue)
 	} else if err != nil {
@@ -299,7 +298,7 @@ func (s *Server) issueServiceKey(ctx context.Context, c *call) error {
 		return platform.Invalid("The namespaceId must be the ServicePrincipal's Namespace.", "/namespaceId", problem.DetailInvalidValue)
 	}
 	if b.NamespaceID != nil {
-		ns, err := store.GetNamespace(ctx, c.tx, *b.NamespaceID, store.LockShare)
+		ns, err := store.GetNamespace(ctx, c.db, *b.NamespaceID, store.LockShare)
 		if errors.Is(err, store.ErrNotFound) {
 			return platform.Invalid("The Namespace does not exist.", "/namespaceId", problem.DetailInvalidValue)
 		} else if err != nil {
@@ -323,7 +322,7 @@ func (s *Server) issueServiceKey(ctx context.Context, c *call) error {
 	key := store.ServiceKey{ID: "key_" + uuid.NewString(), Hash: secret.Hash, Start: secret.Start,
 		ServicePrincipalID: target.ID, InstallationID: s.installation.ID, NamespaceID: b.NamespaceID,
 		Name: b.Name, CreatedBy: c.actorID()}
-	expires, err := store.IssueServiceKey(ctx, c.tx, key, lifetime)
+	expires, err := store.IssueServiceKey(ctx, c.db, key, lifetime)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
@@ -340,7 +339,7 @@ func (s *Server) issueServiceKey(ctx context.Context, c *call) error {
 
 // revokeServiceKey deletes a key: it is refused (401) from the next request on.
 func (s *Server) revokeServiceKey(ctx context.Context, c *call) error {
-	key, err := store.GetServiceKey(ctx, c.tx, c.params["keyId"])
+	key, err := store.GetServiceKey(ctx, c.db, c.params["keyId"])
 	if errors.Is(err, store.ErrNotFound) || (err == nil && key.InstallationID != s.installation.ID) {
 		return platform.NotFound("The service key does not exist.")
 	} else if err != nil {
@@ -349,7 +348,7 @@ func (s *Server) revokeServiceKey(ctx context.Context, c *call) error {
 	if err := s.checkCoverage(ctx, c, key.ServicePrincipalID); err != nil {
 		return err
 	}
-	if deleted, err := store.DeleteServiceKey(ctx, c.tx, key.ID); err != nil {
+	if deleted, err := store.DeleteServiceKey(ctx, c.db, key.ID); err != nil {
 		return platform.Unavailable(err)
 	} else if !deleted {
 		return platform.NotFound("The service key does not exist.")

@@ -59,10 +59,10 @@ func (s *Server) targetAccount(ctx context.Context, c *call) (store.AccountContr
 	if err := s.guarded(); err != nil {
 		return store.AccountControl{}, err
 	}
-	if err := lockTimeout(ctx, c.tx); err != nil {
+	if err := lockTimeout(ctx, c); err != nil {
 		return store.AccountControl{}, err
 	}
-	a, err := store.GetAccountControl(ctx, c.tx, c.params["userId"], store.LockUpdate)
+	a, err := store.GetAccountControl(ctx, c.db, c.params["userId"], store.LockUpdate)
 	if errors.Is(err, store.ErrNotFound) {
 		return a, platform.NotFound("The account does not exist.")
 	} else if err != nil {
@@ -126,7 +126,7 @@ func (s *Server) getAccount(ctx context.Context, c *call) error {
 	if err := s.guarded(); err != nil {
 		return err
 	}
-	a, err := store.GetAccountControl(ctx, c.tx, c.params["userId"], store.NoLock)
+	a, err := store.GetAccountControl(ctx, c.db, c.params["userId"], store.NoLock)
 	if errors.Is(err, store.ErrNotFound) {
 		return platform.NotFound("The account does not exist.")
 	} else if err != nil {
@@ -156,7 +156,7 @@ func (s *Server) accountMutation(ctx context.Context, c *call, endSessions bool,
 }
 
 func (s *Server) commitAccountChange(ctx context.Context, c *call, a store.AccountControl, disabled, endSessions bool, details map[string]any) error {
-	version, err := store.BumpAccount(ctx, c.tx, a.Account.ID, disabled)
+	version, err := store.BumpAccount(ctx, c.db, a.Account.ID, disabled)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
@@ -165,7 +165,7 @@ func (s *Server) commitAccountChange(ctx context.Context, c *call, a store.Accou
 	}
 	details["userId"], details["principalId"], details["version"] = a.Account.ID, a.Account.PrincipalID, version
 	if endSessions {
-		n, err := store.DeleteAccountSessions(ctx, c.tx, a.Account.ID)
+		n, err := store.DeleteAccountSessions(ctx, c.db, a.Account.ID)
 		if err != nil {
 			return platform.Unavailable(err)
 		}
@@ -179,7 +179,7 @@ func (s *Server) commitAccountChange(ctx context.Context, c *call, a store.Accou
 }
 
 func (s *Server) isRecoveryAccount(ctx context.Context, c *call, accountID string) (bool, error) {
-	r, err := store.GetRecovery(ctx, c.tx, s.installation.ID, store.NoLock)
+	r, err := store.GetRecovery(ctx, c.db, s.installation.ID, store.NoLock)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	} else if err != nil {
@@ -243,7 +243,7 @@ func (s *Server) detachMethod(ctx context.Context, c *call) error {
 		case found.Provider == "password":
 			return false, nil, platform.Conflict("A password method cannot be detached.")
 		}
-		if _, err := store.DetachIdentity(ctx, c.tx, a.Account.ID, methodID); err != nil {
+		if _, err := store.DetachIdentity(ctx, c.db, a.Account.ID, methodID); err != nil {
 			return false, nil, platform.Unavailable(err)
 		}
 		return false, map[string]any{"methodId": methodID, "providerId": found.ProviderID}, nil
@@ -269,7 +269,7 @@ func (s *Server) attachIdentity(ctx context.Context, c *call) error {
 		return platform.Conflict("The account is disabled.")
 	}
 	m := store.AccountMethod{ID: platform.NewID("mth"), Provider: name, ProviderID: p.InstanceID(), Subject: b.Subject}
-	switch err := store.AttachIdentity(ctx, c.tx, m, a.Account.ID); {
+	switch err := store.AttachIdentity(ctx, c.db, m, a.Account.ID); {
 	case errors.Is(err, store.ErrIdentityTaken):
 		return platform.Conflict("The external identity is already assigned.")
 	case errors.Is(err, store.ErrIdentityInstanceHeld):
@@ -299,7 +299,7 @@ func (s *Server) enrolAccount(ctx context.Context, c *call) error {
 	if err := s.coverAccount(ctx, c, a.Account); err != nil {
 		return err
 	}
-	if _, has, err := store.HasPassword(ctx, c.tx, a.Account.ID); err != nil {
+	if _, has, err := store.HasPassword(ctx, c.db, a.Account.ID); err != nil {
 		return platform.Unavailable(err)
 	} else if !has {
 		return platform.Conflict("Only an account with a local password can be enrolled.")
@@ -320,7 +320,7 @@ func (s *Server) getRecovery(ctx context.Context, c *call) error {
 	if err := s.guarded(); err != nil {
 		return err
 	}
-	r, err := store.GetRecovery(ctx, c.tx, s.installation.ID, store.NoLock)
+	r, err := store.GetRecovery(ctx, c.db, s.installation.ID, store.NoLock)
 	if errors.Is(err, store.ErrNotFound) {
 		return platform.NotFound("No recovery account is designated.")
 	} else if err != nil {
@@ -346,10 +346,10 @@ func (s *Server) replaceRecovery(ctx context.Context, c *call) error {
 	if err := c.decode(&b); err != nil {
 		return err
 	}
-	if err := lockTimeout(ctx, c.tx); err != nil {
+	if err := lockTimeout(ctx, c); err != nil {
 		return err
 	}
-	current, err := store.GetRecovery(ctx, c.tx, s.installation.ID, store.LockUpdate)
+	current, err := store.GetRecovery(ctx, c.db, s.installation.ID, store.LockUpdate)
 	if errors.Is(err, store.ErrNotFound) {
 		return platform.NotFound("No recovery account is designated.")
 	} else if err != nil {
@@ -361,7 +361,7 @@ func (s *Server) replaceRecovery(ctx context.Context, c *call) error {
 	if current.Account.ID != b.ExpectedCurrentUserID {
 		return platform.Conflict("The recovery designation changed since it was read.")
 	}
-	target, err := store.GetAccountControl(ctx, c.tx, b.UserID, store.LockUpdate)
+	target, err := store.GetAccountControl(ctx, c.db, b.UserID, store.LockUpdate)
 	if errors.Is(err, store.ErrNotFound) {
 		return platform.NotFound("The account does not exist.")
 	} else if err != nil {
@@ -373,18 +373,18 @@ func (s *Server) replaceRecovery(ctx context.Context, c *call) error {
 	if target.Account.Disabled {
 		return platform.Conflict("A disabled account cannot be the recovery account.")
 	}
-	if ok, err := s.qualifiesForRecovery(ctx, c.tx, target.Account.ID); err != nil {
+	if ok, err := s.qualifiesForRecovery(ctx, c.db, target.Account.ID); err != nil {
 		return platform.Unavailable(err)
 	} else if !ok {
 		return platform.Conflict("The recovery account needs a local password and Installation administer.")
 	}
-	methodID, _, err := store.HasPassword(ctx, c.tx, target.Account.ID)
+	methodID, _, err := store.HasPassword(ctx, c.db, target.Account.ID)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
 	changed := target.Account.ID != current.Account.ID
 	if changed {
-		if err := store.SetRecovery(ctx, c.tx, s.installation.ID, target.Account.ID); err != nil {
+		if err := store.SetRecovery(ctx, c.db, s.installation.ID, target.Account.ID); err != nil {
 			return platform.Unavailable(err)
 		}
 		if err := c.audit(ctx, audit.Event{Resource: audit.Resource{Kind: iam.KindInstallation, ID: s.installation.ID},

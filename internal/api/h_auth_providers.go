@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/iam"
@@ -153,7 +151,7 @@ func (s *Server) startSignIn(ctx context.Context, c *call) error {
 		return platform.NewError(platform.CodeDependencyUnavailable, "The sign-in provider is unavailable.")
 	}
 	var attempt store.SignInAttempt
-	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx *store.PipelinedTx) error {
 		var err error
 		attempt, err = store.InsertSignInAttempt(ctx, tx, store.SignInAttempt{
 			StateHash: auth.HashToken(state), BrowserHash: auth.HashToken(browser), ProviderKey: p.AttemptKey(),
@@ -257,7 +255,7 @@ func (s *Server) completeSignIn(ctx context.Context, c *call) error {
 	sessionID := auth.NewSessionID()
 	var login store.ExternalLogin
 	var refusal string
-	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx *store.PipelinedTx) error {
 		c.bind(tx)
 		var err error
 		login, err = store.GetExternalLogin(ctx, tx, p.InstanceID(), identity.Subject)
@@ -306,7 +304,7 @@ func (s *Server) auditExternalDenial(ctx context.Context, c *call, p signin.Prov
 		details = map[string]any{}
 	}
 	details["provider"], details["providerId"] = p.Name(), p.InstanceID()
-	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *store.PipelinedTx) error {
 		c.bind(tx)
 		return c.audit(ctx, audit.Event{Action: ActionSignIn, Outcome: audit.OutcomeFailure, ReasonCode: reason,
 			Resource: audit.Resource{Kind: iam.KindInstallation, ID: s.installation.ID}, Details: details})

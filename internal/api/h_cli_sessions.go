@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/platform"
@@ -78,7 +76,7 @@ func (s *Server) startCLISignIn(ctx context.Context, c *call) error {
 		}
 		normalized, _ := auth.NormalizeUserCode(userCode)
 		var started store.DeviceAuthorization
-		err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		err = s.inTx(ctx, func(tx *store.PipelinedTx) error {
 			var err error
 			started, err = store.InsertDeviceAuthorization(ctx, tx, store.DeviceAuthorization{
 				ID: platform.NewID("cda"), DeviceCodeHash: auth.HashToken(deviceCode), UserCodeHash: auth.HashToken(normalized),
@@ -151,7 +149,7 @@ func (s *Server) exchangeCLIDeviceCode(ctx context.Context, c *call) error {
 	var answer *platform.Error
 	var issued store.CLISession
 	var token string
-	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *store.PipelinedTx) error {
 		c.bind(tx)
 		a, err := store.PollDeviceAuthorization(ctx, tx, auth.HashToken(b.DeviceCode))
 		if errors.Is(err, store.ErrNotFound) {
@@ -360,7 +358,7 @@ func (s *Server) decideCLIDeviceAuthorization(ctx context.Context, c *call) erro
 	session := c.cred.Session
 	var decided store.DeviceAuthorization
 	var missing bool
-	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx *store.PipelinedTx) error {
 		c.bind(tx)
 		var err error
 		decided, err = store.DecideDeviceAuthorization(ctx, tx, auth.HashToken(code), approve, session.Account.ID, session.ID)
@@ -428,7 +426,7 @@ func (s *Server) revokeCLISession(ctx context.Context, c *call) error {
 
 func (s *Server) revokeOwnCLISession(ctx context.Context, c *call, account store.Account, id, reason string) error {
 	var deleted bool
-	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx *store.PipelinedTx) error {
 		c.bind(tx)
 		var err error
 		if deleted, err = store.DeleteCLISession(ctx, tx, account.ID, id); err != nil || !deleted {

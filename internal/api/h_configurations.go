@@ -135,7 +135,7 @@ func (s *Server) createConfiguration(ctx context.Context, c *call) error {
 		rawBindings = rawObject(bindings)
 	}
 	ns := c.namespace.ID
-	row, err := store.InsertConfiguration(ctx, c.tx, store.ConfigurationRow{ID: platform.NewID(platform.PrefixConfiguration),
+	row, err := store.InsertConfiguration(ctx, c.db, store.ConfigurationRow{ID: platform.NewID(platform.PrefixConfiguration),
 		NamespaceID: ns, DriverID: cfgs.ID(), SecretBindings: rawBindings})
 	if err != nil {
 		return platform.Unavailable(err)
@@ -174,7 +174,7 @@ func bindingSecretIDs(bindings map[string]platform.SecretBinding) []string {
 
 // pathConfiguration reads the path's Configuration (404) and checks action on it (403).
 func (s *Server) pathConfiguration(ctx context.Context, c *call, action string, lock store.RowLock) (store.ConfigurationRow, error) {
-	row, err := store.GetConfiguration(ctx, c.tx, c.namespace.ID, c.params["configurationId"], lock)
+	row, err := store.GetConfiguration(ctx, c.db, c.namespace.ID, c.params["configurationId"], lock)
 	if errors.Is(err, store.ErrNotFound) {
 		return row, platform.NotFound("The Configuration does not exist in this Namespace.")
 	} else if err != nil {
@@ -258,7 +258,7 @@ func (s *Server) patchConfiguration(ctx context.Context, c *call) error {
 	if len(bindings) > 0 {
 		rawBindings = rawObject(bindings)
 	}
-	updated, err := store.UpdateConfiguration(ctx, c.tx, row.NamespaceID, row.ID, rawBindings)
+	updated, err := store.UpdateConfiguration(ctx, c.db, row.NamespaceID, row.ID, rawBindings)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
@@ -284,7 +284,7 @@ func (s *Server) deleteConfiguration(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	refs, err := store.ConfigurationReferences(ctx, c.tx, row.NamespaceID, row.ID)
+	refs, err := store.ConfigurationReferences(ctx, c.db, row.NamespaceID, row.ID)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
@@ -295,11 +295,11 @@ func (s *Server) deleteConfiguration(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	removed, err := store.RemoveTargetBindings(ctx, c.tx, store.NamespaceResource{NamespaceID: row.NamespaceID, Kind: iam.KindConfiguration, ID: row.ID})
+	removed, err := store.RemoveTargetBindings(ctx, c.db, store.NamespaceResource{NamespaceID: row.NamespaceID, Kind: iam.KindConfiguration, ID: row.ID})
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	if _, err := store.DeleteConfiguration(ctx, c.tx, row.NamespaceID, row.ID); err != nil {
+	if _, err := store.DeleteConfiguration(ctx, c.db, row.NamespaceID, row.ID); err != nil {
 		if errors.Is(err, store.ErrForeignKey) {
 			return platform.Conflict("The Configuration is still referenced by Agents.")
 		}

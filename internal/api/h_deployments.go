@@ -144,7 +144,7 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 		spec.SecretBindings = bindings
 	}
 	// The first revision takes the files staged at creation; the staging row goes with it.
-	staged, err := store.TakeInitialWorkspaceFiles(ctx, c.tx, a.NamespaceID, a.ID)
+	staged, err := store.TakeInitialWorkspaceFiles(ctx, c.db, a.NamespaceID, a.ID)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
@@ -157,12 +157,12 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	rev, err := store.InsertRevision(ctx, c.tx, store.InsertRevisionParams{
+	rev, err := store.InsertRevision(ctx, c.db, store.InsertRevisionParams{
 		NamespaceID: a.NamespaceID, AgentID: a.ID, ID: platform.NewID(platform.PrefixRevision), Spec: raw})
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	if _, err := store.SetAgentDesiredState(ctx, c.tx, store.SetAgentDesiredStateParams{
+	if _, err := store.SetAgentDesiredState(ctx, c.db, store.SetAgentDesiredStateParams{
 		NamespaceID: a.NamespaceID, AgentID: a.ID, State: platform.RuntimeRunning}); err != nil {
 		return platform.Unavailable(err)
 	}
@@ -187,7 +187,7 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 // pathRevision reads the path's revision of the path's Agent (404) and checks
 // agent_revision:read on it (403).
 func (s *Server) pathRevision(ctx context.Context, c *call, param string) (store.RevisionRow, error) {
-	rev, err := store.GetRevision(ctx, c.tx, store.GetRevisionParams{
+	rev, err := store.GetRevision(ctx, c.db, store.GetRevisionParams{
 		NamespaceID: c.namespace.ID, AgentID: c.params["agentId"], ID: c.params[param]})
 	if errors.Is(err, store.ErrNotFound) {
 		return rev, platform.NotFound("The revision does not exist for this Agent.")
@@ -215,7 +215,7 @@ func (s *Server) listRevisions(ctx context.Context, c *call) error {
 			if after != nil {
 				from = after.Micro
 			}
-			rows, err := store.ListRevisions(ctx, c.tx, a.NamespaceID, a.ID, from, n)
+			rows, err := store.ListRevisions(ctx, c.db, a.NamespaceID, a.ID, from, n)
 			if err != nil {
 				return nil, platform.Unavailable(err)
 			}
@@ -287,7 +287,7 @@ func (s *Server) getDeployment(ctx context.Context, c *call) error {
 	}
 	view := deploymentView{DeploymentID: rev.ID, NamespaceID: rev.NamespaceID, AgentID: rev.AgentID, Warnings: []deploymentWarning{}}
 	key := platform.RevisionWorkKey(rev.ID)
-	work, err := store.GetWork(ctx, c.tx, key)
+	work, err := store.GetWork(ctx, c.db, key)
 	if errors.Is(err, store.ErrNotFound) {
 		view.Status = platform.DeploymentQueued
 		view.Progress = &deploymentProgress{}
@@ -296,13 +296,13 @@ func (s *Server) getDeployment(ctx context.Context, c *call) error {
 	} else if err != nil {
 		return platform.Unavailable(err)
 	}
-	now, err := store.DatabaseNow(ctx, c.tx)
+	now, err := store.DatabaseNow(ctx, c.db)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
 	view.Status, view.Progress, view.Error, view.Warnings = projectDeployment(work, now)
 	if view.Progress != nil {
-		attempt, err := store.LatestWorkAttempt(ctx, c.tx, key, nil)
+		attempt, err := store.LatestWorkAttempt(ctx, c.db, key, nil)
 		if err != nil {
 			return platform.Unavailable(err)
 		}

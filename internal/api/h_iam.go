@@ -56,7 +56,7 @@ func (s *Server) listRoles(ctx context.Context, c *call) error {
 	}
 	items, next, err := collect(ctx, c.pageLimit(0),
 		func(after *cursorDoc, n int) ([]store.IAMRole, error) {
-			return store.ListNamespaceRoles(ctx, c.tx, c.namespace.ID, keyCursor(after), n)
+			return store.ListNamespaceRoles(ctx, c.db, c.namespace.ID, keyCursor(after), n)
 		},
 		keepAll[store.IAMRole],
 		func(r store.IAMRole) cursorDoc { return keyDoc(r.CreatedAt, r.ID) },
@@ -94,7 +94,7 @@ func (s *Server) createRole(ctx context.Context, c *call) error {
 	for _, p := range b.Permissions {
 		role.Permissions = append(role.Permissions, [2]string{p.Action, p.ResourceKind})
 	}
-	if _, err := store.InsertNamespaceRole(ctx, c.tx, role); err != nil {
+	if _, err := store.InsertNamespaceRole(ctx, c.db, role); err != nil {
 		return platform.Unavailable(err)
 	}
 	view := roleToView(role)
@@ -118,7 +118,7 @@ func permissionDetails(perms []iam.Permission) []any {
 // namespaceRole reads a Role of the path Namespace; Installation Roles and other Namespaces' Roles
 // are not found.
 func namespaceRole(ctx context.Context, c *call, id string) (store.IAMRole, error) {
-	role, err := store.GetRole(ctx, c.tx, id)
+	role, err := store.GetRole(ctx, c.db, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (role.NamespaceID == nil || *role.NamespaceID != c.namespace.ID)) {
 		return store.IAMRole{}, platform.NotFound("The Role does not exist in this Namespace.")
 	} else if err != nil {
@@ -143,7 +143,7 @@ func (s *Server) deleteRole(ctx context.Context, c *call) error {
 	}
 	// A binding that references the Role, committed or created meanwhile, makes the DELETE refuse
 	// (the foreign key). Of concurrent deletes, only the one whose DELETE removed the row succeeds.
-	deleted, err := store.DeleteRole(ctx, c.tx, role.ID)
+	deleted, err := store.DeleteRole(ctx, c.db, role.ID)
 	if store.RefusedBy(err, store.ConstraintBindingRole) {
 		return platform.Conflict("The Role is referenced by an AccessBinding; delete the bindings first.")
 	} else if err != nil {
@@ -199,7 +199,7 @@ func (s *Server) listBindings(ctx context.Context, c *call) error {
 	}
 	items, next, err := collect(ctx, c.pageLimit(0),
 		func(after *cursorDoc, n int) ([]store.IAMBindingRow, error) {
-			return store.ListNamespaceBindings(ctx, c.tx, c.namespace.ID, keyCursor(after), n)
+			return store.ListNamespaceBindings(ctx, c.db, c.namespace.ID, keyCursor(after), n)
 		},
 		keepAll[store.IAMBindingRow],
 		func(b store.IAMBindingRow) cursorDoc { return keyDoc(b.CreatedAt, b.ID) },
@@ -242,7 +242,7 @@ func (s *Server) createBinding(ctx context.Context, c *call) error {
 	if b.SubjectKind != iam.SubjectKindIdentity {
 		return platform.Invalid("Only identities can be bound through the API.", "/subjectKind", problem.DetailInvalidValue)
 	}
-	subject, err := store.GetIdentity(ctx, c.tx, b.SubjectID)
+	subject, err := store.GetIdentity(ctx, c.db, b.SubjectID)
 	if errors.Is(err, store.ErrNotFound) {
 		return platform.Invalid("The subject is not an identity of this Namespace.", "/subjectId", problem.DetailInvalidValue)
 	} else if err != nil {
@@ -254,7 +254,7 @@ func (s *Server) createBinding(ctx context.Context, c *call) error {
 		return platform.Invalid("The subject is not an identity of this Namespace.", "/subjectId", problem.DetailInvalidValue)
 	}
 	// 2. The Role belongs to this Namespace.
-	role, err := store.GetRole(ctx, c.tx, b.RoleID)
+	role, err := store.GetRole(ctx, c.db, b.RoleID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (role.NamespaceID == nil || *role.NamespaceID != ns)) {
 		return platform.Invalid("The Role is not a Role of this Namespace.", "/roleId", problem.DetailInvalidValue)
 	} else if err != nil {
@@ -301,7 +301,7 @@ func (s *Server) createBinding(ctx context.Context, c *call) error {
 	// deleted since it was read above.
 	binding := store.IAMBinding{ID: "binding_" + uuid.NewString(), NamespaceID: &ns, IdentitySubjectID: &subject.ID,
 		RoleID: role.ID, ResourceKind: &b.ResourceKind, ResourceID: &b.ResourceID, RuntimeRole: b.RuntimeRole}
-	if _, err := store.InsertNamespaceBinding(ctx, c.tx, binding); err != nil {
+	if _, err := store.InsertNamespaceBinding(ctx, c.db, binding); err != nil {
 		return bindingRefusal(err)
 	}
 	details := map[string]any{"bindingId": binding.ID, "subjectKind": iam.SubjectKindIdentity, "subjectId": subject.ID, "roleId": role.ID}
@@ -342,7 +342,7 @@ func (s *Server) bindableSubject(ctx context.Context, c *call, subject store.IAM
 		if subject.AgentID == nil {
 			return true, nil
 		}
-		agent, err := store.GetAgentState(ctx, c.tx, ns, *subject.AgentID)
+		agent, err := store.GetAgentState(ctx, c.db, ns, *subject.AgentID)
 		if errors.Is(err, store.ErrNotFound) {
 			return false, nil
 		} else if err != nil {
@@ -361,11 +361,11 @@ func (s *Server) bindableTarget(ctx context.Context, c *call, kind, id string) (
 	case iam.KindNamespace:
 		return id == ns, nil
 	case iam.KindAgent:
-		agent, err = store.GetAgentState(ctx, c.tx, ns, id)
+		agent, err = store.GetAgentState(ctx, c.db, ns, id)
 	case iam.KindAgentRevision:
-		agent, err = store.GetRevisionAgentState(ctx, c.tx, ns, id)
+		agent, err = store.GetRevisionAgentState(ctx, c.db, ns, id)
 	default:
-		ok, err := store.NamespaceResourceExists(ctx, c.tx, store.NamespaceResource{NamespaceID: ns, Kind: kind, ID: id})
+		ok, err := store.NamespaceResourceExists(ctx, c.db, store.NamespaceResource{NamespaceID: ns, Kind: kind, ID: id})
 		if err != nil {
 			return false, platform.Unavailable(err)
 		}
@@ -380,7 +380,7 @@ func (s *Server) bindableTarget(ctx context.Context, c *call, kind, id string) (
 }
 
 func namespaceBinding(ctx context.Context, c *call) (store.IAMBindingRow, error) {
-	b, err := store.GetNamespaceBinding(ctx, c.tx, c.namespace.ID, c.params["bindingId"])
+	b, err := store.GetNamespaceBinding(ctx, c.db, c.namespace.ID, c.params["bindingId"])
 	if errors.Is(err, store.ErrNotFound) {
 		return b, platform.NotFound("The AccessBinding does not exist in this Namespace.")
 	} else if err != nil {
@@ -404,7 +404,7 @@ func (s *Server) deleteBinding(ctx context.Context, c *call) error {
 		return err
 	}
 	// Concurrent deletes all read the binding; only the one whose DELETE removed it succeeds.
-	if deleted, err := store.DeleteBinding(ctx, c.tx, b.ID); err != nil {
+	if deleted, err := store.DeleteBinding(ctx, c.db, b.ID); err != nil {
 		return platform.Unavailable(err)
 	} else if !deleted {
 		return platform.NotFound("The AccessBinding does not exist in this Namespace.")
@@ -430,7 +430,7 @@ func (s *Server) listServicePrincipals(ctx context.Context, c *call) error {
 	}
 	items, next, err := collect(ctx, c.pageLimit(0),
 		func(after *cursorDoc, n int) ([]store.IAMIdentityRow, error) {
-			return store.ListNamespaceServicePrincipals(ctx, c.tx, c.namespace.ID, keyCursor(after), n)
+			return store.ListNamespaceServicePrincipals(ctx, c.db, c.namespace.ID, keyCursor(after), n)
 		},
 		keepAll[store.IAMIdentityRow],
 		func(i store.IAMIdentityRow) cursorDoc { return keyDoc(i.CreatedAt, i.ID) },
@@ -453,7 +453,7 @@ func (s *Server) createServicePrincipal(ctx context.Context, c *call) error {
 	}
 	ns := c.namespace.ID
 	id := platform.NewID(platform.PrefixServicePrincipal)
-	if err := store.InsertIAMIdentity(ctx, c.tx, store.IAMIdentity{ID: id, Kind: iam.IdentityKindServicePrincipal, NamespaceID: &ns}); err != nil {
+	if err := store.InsertIAMIdentity(ctx, c.db, store.IAMIdentity{ID: id, Kind: iam.IdentityKindServicePrincipal, NamespaceID: &ns}); err != nil {
 		return platform.Unavailable(err)
 	}
 	if err := c.audit(ctx, auditEvent(namespaceResource(ns), map[string]any{"servicePrincipalId": id})); err != nil {
@@ -464,7 +464,7 @@ func (s *Server) createServicePrincipal(ctx context.Context, c *call) error {
 }
 
 func (s *Server) getServicePrincipal(ctx context.Context, c *call) error {
-	sp, err := store.GetIdentity(ctx, c.tx, c.params["servicePrincipalId"])
+	sp, err := store.GetIdentity(ctx, c.db, c.params["servicePrincipalId"])
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (sp.Kind != iam.IdentityKindServicePrincipal ||
 		sp.AgentID != nil || sp.NamespaceID == nil || *sp.NamespaceID != c.namespace.ID)) {
 		return platform.NotFound("The ServicePrincipal does not exist in this Namespace.")

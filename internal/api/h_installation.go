@@ -113,7 +113,7 @@ func (s *Server) listAuditEvents(ctx context.Context, c *call) error {
 			*dst = &t
 		}
 	}
-	rows, err := store.ListAuditEvents(ctx, c.tx, f)
+	rows, err := store.ListAuditEvents(ctx, c.db, f)
 	if err != nil {
 		return platform.Unavailable(err)
 	}

@@ -50,7 +50,7 @@ func (s *Server) getDeploymentInventory(ctx context.Context, c *call) error {
 	}
 	agents, next, err := collect(ctx, c.pageLimit(0),
 		func(after *cursorDoc, n int) ([]store.InventoryAgent, error) {
-			rows, err := store.ListInventoryAgents(ctx, c.tx, keyCursor(after), n)
+			rows, err := store.ListInventoryAgents(ctx, c.db, keyCursor(after), n)
 			if err != nil {
 				return nil, platform.Unavailable(err)
 			}
@@ -118,11 +118,11 @@ func deploymentsInProgress(ctx context.Context, c *call, agents []store.Inventor
 	if len(keys) == 0 {
 		return out, nil
 	}
-	works, err := store.GetWorks(ctx, c.tx, keys)
+	works, err := store.GetWorks(ctx, c.db, keys)
 	if err != nil {
 		return nil, platform.Unavailable(err)
 	}
-	now, err := store.DatabaseNow(ctx, c.tx)
+	now, err := store.DatabaseNow(ctx, c.db)
 	if err != nil {
 		return nil, platform.Unavailable(err)
 	}

@@ -29,7 +29,7 @@ func (s *Server) listLatestDeployments(ctx context.Context, c *call) error {
 	ns := c.namespace.ID
 	items, next, err := collect(ctx, c.pageLimit(0),
 		func(after *cursorDoc, n int) ([]store.LatestRevision, error) {
-			rows, err := store.ListLatestRevisions(ctx, c.tx, ns, keyCursor(after), n)
+			rows, err := store.ListLatestRevisions(ctx, c.db, ns, keyCursor(after), n)
 			if err != nil {
 				return nil, platform.Unavailable(err)
 			}
@@ -68,11 +68,11 @@ func (s *Server) listLatestDeployments(ctx context.Context, c *call) error {
 		for i, l := range items {
 			keys[i] = platform.RevisionWorkKey(l.RevisionID)
 		}
-		works, err := store.GetWorks(ctx, c.tx, keys)
+		works, err := store.GetWorks(ctx, c.db, keys)
 		if err != nil {
 			return platform.Unavailable(err)
 		}
-		now, err := store.DatabaseNow(ctx, c.tx)
+		now, err := store.DatabaseNow(ctx, c.db)
 		if err != nil {
 			return platform.Unavailable(err)
 		}

@@ -45,7 +45,7 @@ func (s *Server) listNamespaces(ctx context.Context, c *call) error {
 			if after != nil {
 				name = after.Name
 			}
-			return store.ListNamespaces(ctx, c.tx, name, n)
+			return store.ListNamespaces(ctx, c.db, name, n)
 		},
 		// Per item: every Namespace is its own scope, so a batch decision would read once per item
 		// anyway.
@@ -83,7 +83,7 @@ func (s *Server) createNamespace(ctx context.Context, c *call) error {
 		return platform.Conflict("The selected Compute Driver cannot adopt an existing namespace.")
 	}
 	id := platform.NewID(platform.PrefixNamespace)
-	ns, err := store.InsertNamespace(ctx, c.tx, id, b.Name, b.ExistingNamespace)
+	ns, err := store.InsertNamespace(ctx, c.db, id, b.Name, b.ExistingNamespace)
 	if err != nil {
 		if errors.Is(err, store.ErrDuplicate) {
 			if store.RefusedBy(err, store.ConstraintExistingNamespaceLive) {
@@ -93,7 +93,7 @@ func (s *Server) createNamespace(ctx context.Context, c *call) error {
 		}
 		return platform.Unavailable(err)
 	}
-	workID, err := enqueueNamespaceWork(ctx, c.tx, id, c.actorID(), platform.NamespaceTargetReady)
+	workID, err := enqueueNamespaceWork(ctx, c.db, id, c.actorID(), platform.NamespaceTargetReady)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (s *Server) deleteNamespace(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	contents, err := store.NamespaceContents(ctx, c.tx, ns.ID, 8)
+	contents, err := store.NamespaceContents(ctx, c.db, ns.ID, 8)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
@@ -147,10 +147,10 @@ func (s *Server) deleteNamespace(ctx context.Context, c *call) error {
 		}
 		return platform.NewError(platform.CodeNamespaceNotEmpty, platform.NamespaceRemainsMessage(refs))
 	}
-	if _, err := store.MarkNamespaceDeleting(ctx, c.tx, ns.ID); err != nil {
+	if _, err := store.MarkNamespaceDeleting(ctx, c.db, ns.ID); err != nil {
 		return platform.Unavailable(err)
 	}
-	workID, err := enqueueNamespaceWork(ctx, c.tx, ns.ID, c.actorID(), platform.NamespaceTargetDeleted)
+	workID, err := enqueueNamespaceWork(ctx, c.db, ns.ID, c.actorID(), platform.NamespaceTargetDeleted)
 	if err != nil {
 		return err
 	}
@@ -169,10 +169,10 @@ func (s *Server) deleteNamespace(ctx context.Context, c *call) error {
 func (s *Server) repeatNamespaceDeletion(ctx context.Context, c *call, ns store.Namespace) error {
 	res := namespaceResource(ns.ID)
 	key := platform.NamespaceWorkKey(ns.ID, platform.NamespaceTargetDeleted)
-	work, err := store.GetWorkState(ctx, c.tx, key)
+	work, err := store.GetWorkState(ctx, c.db, key)
 	if errors.Is(err, store.ErrNotFound) {
 		// A deleting Namespace without its teardown work: queue it again.
-		workID, err := enqueueNamespaceWork(ctx, c.tx, ns.ID, c.actorID(), platform.NamespaceTargetDeleted)
+		workID, err := enqueueNamespaceWork(ctx, c.db, ns.ID, c.actorID(), platform.NamespaceTargetDeleted)
 		if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func (s *Server) repeatNamespaceDeletion(ctx context.Context, c *call, ns store.
 				"the deletion belongs to its initiator", "DELETION_OWNED_BY_INITIATOR")
 		}
 	}
-	requeued, err := store.RetryFailedNamespaceDeletion(ctx, c.tx, store.RetryFailedNamespaceDeletionParams{
+	requeued, err := store.RetryFailedNamespaceDeletion(ctx, c.db, store.RetryFailedNamespaceDeletionParams{
 		NamespaceID: ns.ID, InitiatorID: work.ActorID, ActorID: c.actorID()})
 	if err != nil {
 		return platform.Unavailable(err)

@@ -71,7 +71,7 @@ func (s *Server) listPresets(ctx context.Context, c *call) error {
 	ns := c.namespace.ID
 	items, next, err := collect(ctx, c.pageLimit(0),
 		func(after *cursorDoc, n int) ([]store.PresetRow, error) {
-			rows, err := store.ListPresets(ctx, c.tx, ns, keyCursor(after), n)
+			rows, err := store.ListPresets(ctx, c.db, ns, keyCursor(after), n)
 			if err != nil {
 				return nil, platform.Unavailable(err)
 			}
@@ -104,7 +104,7 @@ func (s *Server) createPreset(ctx context.Context, c *call) error {
 	if err := refuseDeletingNamespace(c); err != nil {
 		return err
 	}
-	row, err := store.InsertPreset(ctx, c.tx, store.PresetRow{ID: platform.NewID(platform.PrefixPreset),
+	row, err := store.InsertPreset(ctx, c.db, store.PresetRow{ID: platform.NewID(platform.PrefixPreset),
 		NamespaceID: c.namespace.ID, Name: *b.Name, Template: template})
 	if errors.Is(err, store.ErrDuplicate) {
 		return duplicatePresetName()
@@ -120,7 +120,7 @@ func (s *Server) createPreset(ctx context.Context, c *call) error {
 
 // pathPreset reads the path's Preset (404) and checks action on it (403).
 func (s *Server) pathPreset(ctx context.Context, c *call, action string, lock store.RowLock) (store.PresetRow, error) {
-	row, err := store.GetPreset(ctx, c.tx, c.namespace.ID, c.params["presetId"], lock)
+	row, err := store.GetPreset(ctx, c.db, c.namespace.ID, c.params["presetId"], lock)
 	if errors.Is(err, store.ErrNotFound) {
 		return row, platform.NotFound("The Preset does not exist in this Namespace.")
 	} else if err != nil {
@@ -163,7 +163,7 @@ func (s *Server) patchPreset(ctx context.Context, c *call) error {
 	if err := refuseDeletingNamespace(c); err != nil {
 		return err
 	}
-	updated, err := store.UpdatePreset(ctx, c.tx, row.NamespaceID, row.ID, name, template)
+	updated, err := store.UpdatePreset(ctx, c.db, row.NamespaceID, row.ID, name, template)
 	if errors.Is(err, store.ErrDuplicate) {
 		return duplicatePresetName()
 	} else if err != nil {
@@ -185,11 +185,11 @@ func (s *Server) deletePreset(ctx context.Context, c *call) error {
 	if err := refuseDeletingNamespace(c); err != nil {
 		return err
 	}
-	removed, err := store.RemoveTargetBindings(ctx, c.tx, store.NamespaceResource{NamespaceID: row.NamespaceID, Kind: iam.KindPreset, ID: row.ID})
+	removed, err := store.RemoveTargetBindings(ctx, c.db, store.NamespaceResource{NamespaceID: row.NamespaceID, Kind: iam.KindPreset, ID: row.ID})
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	if _, err := store.DeletePreset(ctx, c.tx, row.NamespaceID, row.ID); err != nil {
+	if _, err := store.DeletePreset(ctx, c.db, row.NamespaceID, row.ID); err != nil {
 		return platform.Unavailable(err)
 	}
 	details := map[string]any{"name": row.Name, "removedAccessBindings": removed}
@@ -232,7 +232,7 @@ func (s *Server) seedNewNamespace(ctx context.Context, c *call, namespaceID stri
 	if err != nil {
 		return nil, platform.Unavailable(err)
 	}
-	rows, err := store.SeedPresets(ctx, c.tx, namespaceID, seeds)
+	rows, err := store.SeedPresets(ctx, c.db, namespaceID, seeds)
 	if err != nil {
 		return nil, platform.Unavailable(err)
 	}
@@ -253,7 +253,7 @@ func (s *Server) removeUnchangedDefaults(ctx context.Context, c *call, namespace
 	if err != nil {
 		return nil, platform.Unavailable(err)
 	}
-	ids, err := store.DeleteUnchangedPresets(ctx, c.tx, namespaceID, seeds)
+	ids, err := store.DeleteUnchangedPresets(ctx, c.db, namespaceID, seeds)
 	if err != nil {
 		return nil, platform.Unavailable(err)
 	}

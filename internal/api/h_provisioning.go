@@ -132,14 +132,14 @@ func provisioningFingerprint(body json.RawMessage) (string, error) {
 }
 
 func (s *Server) respondProvisioning(ctx context.Context, c *call, status int, p store.ProvisioningRow) error {
-	work, err := store.GetWork(ctx, c.tx, platform.ProvisioningWorkKey(p.ID, p.Run))
+	work, err := store.GetWork(ctx, c.db, platform.ProvisioningWorkKey(p.ID, p.Run))
 	var w *store.WorkRecord
 	if err == nil {
 		w = &work
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return platform.Unavailable(err)
 	}
-	now, err := store.DatabaseNow(ctx, c.tx)
+	now, err := store.DatabaseNow(ctx, c.db)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
@@ -166,7 +166,7 @@ func (s *Server) provisionAgent(ctx context.Context, c *call) error {
 	}
 	ns := c.namespace.ID
 	replay := func() error {
-		existing, err := store.GetProvisioningByRequest(ctx, c.tx, ns, c.actorID(), pb.RequestID)
+		existing, err := store.GetProvisioningByRequest(ctx, c.db, ns, c.actorID(), pb.RequestID)
 		if err != nil {
 			return platform.Unavailable(err)
 		}
@@ -176,7 +176,7 @@ func (s *Server) provisionAgent(ctx context.Context, c *call) error {
 		}
 		return s.respondProvisioning(ctx, c, http.StatusAccepted, existing)
 	}
-	if _, err := store.GetProvisioningByRequest(ctx, c.tx, ns, c.actorID(), pb.RequestID); err == nil {
+	if _, err := store.GetProvisioningByRequest(ctx, c.db, ns, c.actorID(), pb.RequestID); err == nil {
 		return replay()
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return platform.Unavailable(err)
@@ -232,7 +232,7 @@ func (s *Server) provisionAgent(ctx context.Context, c *call) error {
 			"The selected Compute Driver ("+compute.Implementation()+") does not support Harness authentication method "+
 				ha.Method+"; select a Compute Driver that can deploy Agents.")
 	}
-	if _, err := store.GetAgentByName(ctx, c.tx, ns, *ab.Name); err == nil {
+	if _, err := store.GetAgentByName(ctx, c.db, ns, *ab.Name); err == nil {
 		return platform.Conflict("An Agent with this name exists in the Namespace.")
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return platform.Unavailable(err)
@@ -257,14 +257,14 @@ func (s *Server) provisionAgent(ctx context.Context, c *call) error {
 	if err := cfgs.Validate(ctx, doc); err != nil {
 		return configurationDriverError(err)
 	}
-	created, err := store.InsertProvisioning(ctx, c.tx, row)
+	created, err := store.InsertProvisioning(ctx, c.db, row)
 	if errors.Is(err, store.ErrDuplicate) {
 		return replay() // a concurrent request with this requestId committed first
 	} else if err != nil {
 		return platform.Unavailable(err)
 	}
 	key := platform.ProvisioningWorkKey(created.ID, created.Run)
-	if err := store.EnqueueProvisioningWork(ctx, c.tx, key, ns, c.actorID()); err != nil {
+	if err := store.EnqueueProvisioningWork(ctx, c.db, key, ns, c.actorID()); err != nil {
 		return platform.Unavailable(err)
 	}
 	details := map[string]any{"workId": created.ID, "requestId": created.RequestID, "run": created.Run,
@@ -280,7 +280,7 @@ func (s *Server) provisionAgent(ctx context.Context, c *call) error {
 // with the same permissions, is told it does not exist. Once the steps created the Configuration
 // and the Agent, reading their progress also needs read on them.
 func (s *Server) pathProvisioning(ctx context.Context, c *call, lock store.RowLock) (store.ProvisioningRow, error) {
-	p, err := store.GetProvisioning(ctx, c.tx, c.namespace.ID, c.params["workId"], lock)
+	p, err := store.GetProvisioning(ctx, c.db, c.namespace.ID, c.params["workId"], lock)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && p.ActorID != c.actorID()) {
 		return p, platform.NotFound("The provisioning does not exist in this Namespace.")
 	} else if err != nil {
@@ -318,14 +318,14 @@ func (s *Server) retryProvisioning(ctx context.Context, c *call) error {
 	if err := refuseDeletingNamespace(c); err != nil {
 		return err
 	}
-	retried, err := store.RetryProvisioning(ctx, c.tx, p.NamespaceID, p.ID, previous)
+	retried, err := store.RetryProvisioning(ctx, c.db, p.NamespaceID, p.ID, previous)
 	if errors.Is(err, store.ErrNotFound) {
 		return platform.NewError(platform.CodeProvisioningNotFailed, "Only a failed provisioning can be retried.")
 	} else if err != nil {
 		return platform.Unavailable(err)
 	}
 	key := platform.ProvisioningWorkKey(retried.ID, retried.Run)
-	if err := store.EnqueueProvisioningWork(ctx, c.tx, key, retried.NamespaceID, c.actorID()); err != nil {
+	if err := store.EnqueueProvisioningWork(ctx, c.db, key, retried.NamespaceID, c.actorID()); err != nil {
 		return platform.Unavailable(err)
 	}
 	details := map[string]any{"workId": retried.ID, "run": retried.Run, "phase": retried.Phase}

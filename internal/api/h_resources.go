@@ -83,7 +83,7 @@ func (s *Server) checkSecretRefs(ctx context.Context, c *call, refs map[string]p
 	if len(ids) == 0 {
 		return ids, nil
 	}
-	found, err := store.ExistingSecrets(ctx, c.tx, c.namespace.ID, ids)
+	found, err := store.ExistingSecrets(ctx, c.db, c.namespace.ID, ids)
 	if err != nil {
 		return nil, platform.Unavailable(err)
 	}

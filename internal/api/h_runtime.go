@@ -61,7 +61,7 @@ func (s *Server) runtimeTarget(ctx context.Context, c *call, check func(context.
 }
 
 func (s *Server) resolveRuntimeTarget(ctx context.Context, c *call, check func(context.Context, store.AgentRow) error, revisionRead bool) (t runtimeTarget, err error) {
-	a, err := store.GetAgent(ctx, c.tx, c.namespace.ID, c.params["agentId"], store.NoLock)
+	a, err := store.GetAgent(ctx, c.db, c.namespace.ID, c.params["agentId"], store.NoLock)
 	if errors.Is(err, store.ErrNotFound) {
 		return t, platform.NotFound("The Agent does not exist in this Namespace.")
 	} else if err != nil {
@@ -74,7 +74,7 @@ func (s *Server) resolveRuntimeTarget(ctx context.Context, c *call, check func(c
 	if revisionRead {
 		t.revision, err = s.pathRevision(ctx, c, "deploymentId")
 	} else {
-		t.revision, err = store.GetRevision(ctx, c.tx, store.GetRevisionParams{NamespaceID: a.NamespaceID, AgentID: a.ID, ID: c.params["deploymentId"]})
+		t.revision, err = store.GetRevision(ctx, c.db, store.GetRevisionParams{NamespaceID: a.NamespaceID, AgentID: a.ID, ID: c.params["deploymentId"]})
 		if errors.Is(err, store.ErrNotFound) {
 			err = platform.NotFound("The revision does not exist for this Agent.")
 		} else if err != nil {
@@ -617,7 +617,7 @@ func (s *Server) getRuntimeImages(ctx context.Context, c *call) error {
 func (s *Server) activeRevisionImages(ctx context.Context, c *call, namespaceID, agentID, revisionID string,
 	enter func() (func(), error)) (runtimeImagesView, error) {
 	out := runtimeImagesView{Status: runtimeImagesUnsupported, Images: []runtimeImageView{}}
-	rev, err := store.GetRevision(ctx, c.tx, store.GetRevisionParams{NamespaceID: namespaceID, AgentID: agentID, ID: revisionID})
+	rev, err := store.GetRevision(ctx, c.db, store.GetRevisionParams{NamespaceID: namespaceID, AgentID: agentID, ID: revisionID})
 	if err != nil {
 		return out, platform.Unavailable(err)
 	}

@@ -75,7 +75,7 @@ func (s *Server) listSecrets(ctx context.Context, c *call) error {
 	ns := c.namespace.ID
 	items, next, err := collect(ctx, c.pageLimit(0),
 		func(after *cursorDoc, n int) ([]store.SecretRow, error) {
-			rows, err := store.ListSecrets(ctx, c.tx, ns, keyCursor(after), n)
+			rows, err := store.ListSecrets(ctx, c.db, ns, keyCursor(after), n)
 			if err != nil {
 				return nil, platform.Unavailable(err)
 			}
@@ -123,7 +123,7 @@ func (s *Server) createSecret(ctx context.Context, c *call) error {
 	}
 	stored := driver.StoredSecret{SecretIdentity: identity, Ref: ref}
 	c.onRollback(func(ctx context.Context) { _ = secrets.Delete(ctx, stored) })
-	row, err := store.InsertSecret(ctx, c.tx, store.SecretRow{ID: identity.ID, NamespaceID: identity.NamespaceID, Name: b.Name,
+	row, err := store.InsertSecret(ctx, c.db, store.SecretRow{ID: identity.ID, NamespaceID: identity.NamespaceID, Name: b.Name,
 		DriverID: secrets.ID(), BackendNamespaceName: &ref.NamespaceName, BackendName: &ref.Name, BackendKey: &ref.Key, BackendUID: &ref.UID})
 	if err != nil {
 		return platform.Unavailable(err)
@@ -137,7 +137,7 @@ func (s *Server) createSecret(ctx context.Context, c *call) error {
 
 // pathSecret reads the path's Secret (404) and checks action on it (403).
 func (s *Server) pathSecret(ctx context.Context, c *call, action string, lock store.RowLock) (store.SecretRow, error) {
-	row, err := store.GetSecret(ctx, c.tx, c.namespace.ID, c.params["secretId"], lock)
+	row, err := store.GetSecret(ctx, c.db, c.namespace.ID, c.params["secretId"], lock)
 	if errors.Is(err, store.ErrNotFound) {
 		return row, platform.NotFound("The Secret does not exist in this Namespace.")
 	} else if err != nil {
@@ -155,7 +155,7 @@ func (s *Server) getSecret(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	consumers, err := store.SecretConsumers(ctx, c.tx, row.NamespaceID, row.ID)
+	consumers, err := store.SecretConsumers(ctx, c.db, row.NamespaceID, row.ID)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
@@ -196,7 +196,7 @@ func (s *Server) patchSecret(ctx context.Context, c *call) error {
 	if row.DriverID != secrets.ID() {
 		return platform.Conflict("The Secret belongs to another Secret Driver.")
 	}
-	if err := store.TouchSecret(ctx, c.tx, row.NamespaceID, row.ID); err != nil {
+	if err := store.TouchSecret(ctx, c.db, row.NamespaceID, row.ID); err != nil {
 		return platform.Unavailable(err)
 	}
 	if err := c.audit(ctx, auditEvent(nsResource(iam.KindSecret, row.ID, row.NamespaceID), map[string]any{"name": row.Name})); err != nil {
@@ -214,7 +214,7 @@ func (s *Server) deleteSecret(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	refs, err := store.SecretReferences(ctx, c.tx, row.NamespaceID, row.ID)
+	refs, err := store.SecretReferences(ctx, c.db, row.NamespaceID, row.ID)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
@@ -225,11 +225,11 @@ func (s *Server) deleteSecret(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	removed, err := store.RemoveTargetBindings(ctx, c.tx, store.NamespaceResource{NamespaceID: row.NamespaceID, Kind: iam.KindSecret, ID: row.ID})
+	removed, err := store.RemoveTargetBindings(ctx, c.db, store.NamespaceResource{NamespaceID: row.NamespaceID, Kind: iam.KindSecret, ID: row.ID})
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	if _, err := store.DeleteSecret(ctx, c.tx, row.NamespaceID, row.ID); err != nil {
+	if _, err := store.DeleteSecret(ctx, c.db, row.NamespaceID, row.ID); err != nil {
 		if errors.Is(err, store.ErrForeignKey) {
 			return platform.Conflict("The Secret is still referenced by Agents.")
 		}

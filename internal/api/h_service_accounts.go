@@ -50,7 +50,7 @@ func (s *Server) listServiceAccounts(ctx context.Context, c *call) error {
 	ns := c.namespace.ID
 	items, next, err := collect(ctx, c.pageLimit(0),
 		func(after *cursorDoc, n int) ([]store.ServiceAccountRow, error) {
-			rows, err := store.ListServiceAccounts(ctx, c.tx, ns, keyCursor(after), n)
+			rows, err := store.ListServiceAccounts(ctx, c.db, ns, keyCursor(after), n)
 			if err != nil {
 				return nil, platform.Unavailable(err)
 			}
@@ -83,7 +83,7 @@ func (s *Server) createServiceAccount(ctx context.Context, c *call) error {
 	if st := c.namespace.Status; st != platform.NamespaceProvisioning && st != platform.NamespaceReady {
 		return platform.Conflict("The Namespace does not accept new ServiceAccounts.")
 	}
-	row, err := store.InsertServiceAccount(ctx, c.tx, store.InsertServiceAccountParams{
+	row, err := store.InsertServiceAccount(ctx, c.db, store.InsertServiceAccountParams{
 		NamespaceID: c.namespace.ID, ID: platform.NewID(platform.PrefixServiceAccount), Name: b.Name})
 	if errors.Is(err, store.ErrDuplicate) {
 		return platform.Conflict("A ServiceAccount with this name exists in the Namespace.")
@@ -98,7 +98,7 @@ func (s *Server) createServiceAccount(ctx context.Context, c *call) error {
 }
 
 func (s *Server) pathServiceAccount(ctx context.Context, c *call, action string, lock store.RowLock) (store.ServiceAccountRow, error) {
-	row, err := store.GetServiceAccount(ctx, c.tx, c.namespace.ID, c.params["serviceAccountId"], lock)
+	row, err := store.GetServiceAccount(ctx, c.db, c.namespace.ID, c.params["serviceAccountId"], lock)
 	if errors.Is(err, store.ErrNotFound) {
 		return row, platform.NotFound("The ServiceAccount does not exist in this Namespace.")
 	} else if err != nil {
@@ -131,7 +131,7 @@ func (s *Server) setServiceAccountCredential(ctx context.Context, c *call) error
 	if err := refuseDeletingNamespace(c); err != nil {
 		return err
 	}
-	updated, err := store.SetServiceAccountCredential(ctx, c.tx, row.NamespaceID, row.ID, rawObject(b))
+	updated, err := store.SetServiceAccountCredential(ctx, c.db, row.NamespaceID, row.ID, rawObject(b))
 	if err != nil {
 		return platform.Unavailable(err)
 	}
@@ -148,18 +148,18 @@ func (s *Server) deleteServiceAccount(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	refs, err := store.ServiceAccountReferences(ctx, c.tx, row.NamespaceID, row.ID)
+	refs, err := store.ServiceAccountReferences(ctx, c.db, row.NamespaceID, row.ID)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
 	if len(refs) > 0 {
 		return referencedMessage("ServiceAccount", refs)
 	}
-	removed, err := store.RemoveTargetBindings(ctx, c.tx, store.NamespaceResource{NamespaceID: row.NamespaceID, Kind: iam.KindServiceAccount, ID: row.ID})
+	removed, err := store.RemoveTargetBindings(ctx, c.db, store.NamespaceResource{NamespaceID: row.NamespaceID, Kind: iam.KindServiceAccount, ID: row.ID})
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	if _, err := store.DeleteServiceAccount(ctx, c.tx, row.NamespaceID, row.ID); err != nil {
+	if _, err := store.DeleteServiceAccount(ctx, c.db, row.NamespaceID, row.ID); err != nil {
 		if errors.Is(err, store.ErrForeignKey) {
 			return platform.Conflict("The ServiceAccount is still referenced by Agents.")
 		}

@@ -44,11 +44,22 @@ const (
 	defaultLimit = 64 << 10
 )
 
+// readPool opens the read-only pool an API server beside pool needs (api.ReadPoolConfig).
+func readPool(t testing.TB, pool *pgxpool.Pool) *pgxpool.Pool {
+	read, err := pgxpool.NewWithConfig(context.Background(), api.ReadPoolConfig(pool.Config()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(read.Close)
+	return read
+}
+
 // env is one bootstrapped Installation served in-process.
 type env struct {
 	t              *testing.T
 	db             *pgtest.Database
 	app            *pgxpool.Pool
+	appRead        *pgxpool.Pool // the app role's read-only sessions (api.ReadPoolConfig)
 	owner          *pgxpool.Pool
 	server         *api.Server
 	http           *httptest.Server
@@ -111,8 +122,9 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		adminSP: doc.Data.ServicePrincipalID, adminPrincipal: result.Attempt.PrincipalID, adminAccount: result.Attempt.AccountID,
 		defaultNS: result.Attempt.DefaultNamespaceID, metrics: &recorder{},
 	}
+	e.appRead = readPool(t, e.app)
 	cfg := api.Config{
-		Pool: e.app, Mode: settings.Development, AuthSecret: testSecret, AuthBaseURL: testOrigin,
+		Pool: e.app, ReadPool: e.appRead, Mode: settings.Development, AuthSecret: testSecret, AuthBaseURL: testOrigin,
 		IAMDriverID: iamDriverID, AdoptsExistingNamespaces: true, Now: e.clock.Now, Metrics: e.metrics,
 		Logger: obs.NewLogger(e.logs, "occ-api", slog.LevelInfo),
 	}

@@ -173,7 +173,7 @@ func TestPresetDefaults(t *testing.T) {
 	e.expect(e.do(req{method: "DELETE", path: "/namespaces/" + e.defaultNS + "/presets/" + seeded["Dedicated Codex"], key: e.adminKey}), 204)
 	e.expect(e.do(req{method: "PATCH", path: "/namespaces/" + e.defaultNS + "/presets/" + seeded["team"], key: e.adminKey,
 		body: map[string]any{"template": map[string]any{}}}), 200)
-	restarted, err := api.New(context.Background(), api.Config{Pool: e.app, IAMDriverID: iamDriverID, Presets: defaults})
+	restarted, err := api.New(context.Background(), api.Config{Pool: e.app, ReadPool: e.appRead, IAMDriverID: iamDriverID, Presets: defaults})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestPresetDefaults(t *testing.T) {
 	failed := e.createNamespace("failed-ns")
 	e.exec(`DELETE FROM occ.presets WHERE namespace_id = $1`, failed)
 	e.exec(`UPDATE occ.namespaces SET status = 'failed' WHERE id = $1`, failed)
-	if _, err := api.New(context.Background(), api.Config{Pool: e.app, IAMDriverID: iamDriverID, Presets: defaults}); err != nil {
+	if _, err := api.New(context.Background(), api.Config{Pool: e.app, ReadPool: e.appRead, IAMDriverID: iamDriverID, Presets: defaults}); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.count(`SELECT count(*) FROM occ.presets WHERE namespace_id = $1`, failed); n != 0 {
@@ -202,7 +202,7 @@ func TestPresetSeedingNeedsAnAdministrator(t *testing.T) {
 	e := newEnv(t)
 	// Without any Principal allowed to administer the Installation, a missing default stops startup.
 	e.exec(`DELETE FROM occ.iam_access_bindings WHERE identity_subject_id = $1`, e.adminPrincipal)
-	_, err := api.New(context.Background(), api.Config{Pool: e.app, IAMDriverID: iamDriverID, Presets: preset.Bundled()})
+	_, err := api.New(context.Background(), api.Config{Pool: e.app, ReadPool: e.appRead, IAMDriverID: iamDriverID, Presets: preset.Bundled()})
 	if err == nil || !strings.Contains(err.Error(), "cannot be seeded") {
 		t.Fatalf("New = %v", err)
 	}
@@ -218,7 +218,7 @@ func TestPresetSeedingByConcurrentReplicas(t *testing.T) {
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
-			_, err := api.New(context.Background(), api.Config{Pool: e.app, IAMDriverID: iamDriverID, Presets: preset.Bundled()})
+			_, err := api.New(context.Background(), api.Config{Pool: e.app, ReadPool: e.appRead, IAMDriverID: iamDriverID, Presets: preset.Bundled()})
 			errs <- err
 		}()
 	}

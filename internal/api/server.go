@@ -16,7 +16,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openclaw/occ/internal/audit"
@@ -40,10 +39,12 @@ type Recorder interface {
 	ObserveRequest(route, method string, status int, d time.Duration)
 }
 
-// Config is what the API server needs. Pool is the application role's pool.
+// Config is what the API server needs. Pool is the application role's pool; ReadPool holds the
+// same role's connections whose sessions are read-only (ReadPoolConfig).
 type Config struct {
-	Pool *pgxpool.Pool
-	Mode settings.Mode
+	Pool     *pgxpool.Pool
+	ReadPool *pgxpool.Pool
+	Mode     settings.Mode
 	// AuthSecret keys session keys (OCC_AUTH_SECRET).
 	AuthSecret string
 	// AuthBaseURL is the normalized origin of OCC_AUTH_BASE_URL: the trusted browser Origin; an
@@ -93,6 +94,7 @@ type Config struct {
 type Server struct {
 	cfg          Config
 	pool         *pgxpool.Pool
+	readPool     *pgxpool.Pool
 	installation store.Installation
 	admitter     *auth.Admitter
 	cookies      auth.Cookies
@@ -137,7 +139,7 @@ var ErrNotBootstrapped = errors.New("api: the Installation is not bootstrapped")
 // New loads the Installation and prepares the server. It fails with ErrNotBootstrapped before
 // bootstrap, and when the persisted IAM policy is empty.
 func New(ctx context.Context, cfg Config) (*Server, error) {
-	if cfg.Pool == nil {
+	if cfg.Pool == nil || cfg.ReadPool == nil {
 		return nil, errors.New("api: no database pool")
 	}
 	if cfg.IAMDriverID == "" {
@@ -154,6 +156,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, ErrNotBootstrapped
 	} else if err != nil {
 		return nil, fmt.Errorf("api: reading the Installation: %w", err)
+	}
+	if readOnly, err := store.SessionReadOnly(ctx, cfg.ReadPool); err != nil {
+		return nil, fmt.Errorf("api: checking the read pool: %w", err)
+	} else if !readOnly {
+		return nil, errors.New("api: the read pool's sessions are not read-only (ReadPoolConfig)")
 	}
 	nonEmpty, err := store.IAMPolicyNonEmpty(ctx, cfg.Pool)
 	if err != nil {
@@ -177,6 +184,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:          cfg,
 		pool:         cfg.Pool,
+		readPool:     cfg.ReadPool,
 		installation: inst,
 		admitter: &auth.Admitter{InstallationID: inst.ID, Secret: []byte(cfg.AuthSecret), Cookies: cookies,
 			CLISessions: signInState.cfg.CLISessions, Providers: signInState.instances},
@@ -379,24 +387,25 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 	if route.Tx == TxNone {
 		return route.Handler(s, ctx, c)
 	}
-	opts := pgx.TxOptions{}
-	if route.Tx == TxRead {
-		opts.AccessMode = pgx.ReadOnly
-	}
-	err = s.inTx(ctx, opts, func(tx pgx.Tx) error {
-		c.bind(tx)
+	run := func(db store.DBTX) error {
+		c.bind(db)
 		if route.Scope != ScopeNone {
 			if err := c.admitIdentity(ctx); err != nil {
 				return err
 			}
 		}
 		return route.Handler(s, ctx, c)
-	})
+	}
+	if route.Tx == TxRead {
+		err = s.read(ctx, run)
+	} else {
+		err = s.inTx(ctx, func(tx *store.PipelinedTx) error { return run(tx) })
+	}
 	c.settle(ctx, err)
 	var d *denial
 	if errors.As(err, &d) {
-		if aerr := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-			_, err := s.appender.Append(ctx, tx, d.event)
+		if aerr := s.inTx(ctx, func(tx *store.PipelinedTx) error {
+			_, err := s.appender.Append(ctx, tx.AtCommit(), d.event)
 			return err
 		}); aerr != nil {
 			return platform.Unavailable(aerr)
@@ -406,32 +415,38 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 	return err
 }
 
-// inTx runs fn in one transaction. A failed COMMIT that may have committed is UNKNOWN_OUTCOME;
-// any other storage failure is DEPENDENCY_UNAVAILABLE.
-func (s *Server) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, opts)
+// read runs a read-only route's fn on one connection of the read pool, outside any transaction:
+// each statement is its own read-only transaction with its own snapshot, as it is in a READ
+// COMMITTED transaction, without the two round trips of BEGIN and COMMIT (decision 45).
+func (s *Server) read(ctx context.Context, fn func(store.DBTX) error) error {
+	conn, err := s.readPool.Acquire(ctx)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	// A handler that panics (the recovery answers 500) must not keep its connection: rolled back,
-	// the connection returns to the pool.
-	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-			panic(p)
-		}
-	}()
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return err
+	defer conn.Release()
+	return fn(conn)
+}
+
+// ReadPoolConfig returns a copy of the application role's pool configuration whose sessions start
+// read-only (default_transaction_read_only=on): a read route that tried to write or lock a row
+// would be refused by PostgreSQL, as it was in a READ ONLY transaction.
+func ReadPoolConfig(pool *pgxpool.Config) *pgxpool.Config {
+	read := pool.Copy()
+	read.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	return read
+}
+
+// inTx runs fn in one write transaction (store.PipelinedTx). A failed COMMIT that may have
+// committed is UNKNOWN_OUTCOME; any other storage failure is DEPENDENCY_UNAVAILABLE.
+func (s *Server) inTx(ctx context.Context, fn func(*store.PipelinedTx) error) error {
+	err := store.RunPipelined(ctx, s.pool, fn)
+	var commit *store.CommitError
+	if errors.As(err, &commit) && !store.CommitChangedNothing(commit.Err) {
+		return &platform.Error{Problem: problem.Problem{Code: platform.CodeUnknownOutcome, Message: platform.MessageUnknownOutcome, Cause: commit.Err}}
+	} else if commit != nil {
+		return platform.Unavailable(commit.Err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		if opts.AccessMode == pgx.ReadOnly || store.CommitChangedNothing(err) {
-			return platform.Unavailable(err)
-		}
-		return &platform.Error{Problem: problem.Problem{Code: platform.CodeUnknownOutcome, Message: platform.MessageUnknownOutcome, Cause: err}}
-	}
-	return nil
+	return err
 }
 
 // classify turns any handler error into the API error the client sees. Unclassified errors are

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/auth"
 	"github.com/openclaw/occ/internal/iam"
@@ -243,7 +241,7 @@ func (s *Server) clientAddress(r *http.Request) (string, bool) {
 // endSession ends a session whose provider instance is no longer configured. Only the replica
 // whose DELETE removed the row audits it, so the end is recorded once.
 func (s *Server) endSession(ctx context.Context, c *call, ended *auth.SessionEndedError) error {
-	return s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx *store.PipelinedTx) error {
 		c.bind(tx)
 		deleted, err := store.EndSession(ctx, tx, ended.SessionID)
 		if err != nil || !deleted {
@@ -278,9 +276,12 @@ func (s *Server) warnProviderUnavailable(c *call, p signin.Provider, f *signin.F
 	s.log.Warn("authentication.provider-unavailable-warning", attrs...)
 }
 
-// lockTimeout bounds waits for locked accounts in the caller's transaction.
-func lockTimeout(ctx context.Context, tx pgx.Tx) error {
-	if err := store.SetLockTimeout(ctx, tx, accountLockTimeout); err != nil {
+// lockTimeout bounds waits for locked accounts in the write route's transaction.
+func lockTimeout(ctx context.Context, c *call) error {
+	if c.route.Tx != TxWrite {
+		return platform.Unavailable(errors.New("api: an account lock outside a write route's transaction"))
+	}
+	if err := store.SetLockTimeout(ctx, c.db, accountLockTimeout); err != nil {
 		return platform.Unavailable(err)
 	}
 	return nil

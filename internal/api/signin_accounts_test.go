@@ -194,7 +194,7 @@ func TestSessionEndsWithItsProvider(t *testing.T) {
 	}
 	password := e.adminCookie()
 	// Another API process on the same database, configured with GitHub only.
-	other, err := api.New(context.Background(), api.Config{Pool: e.app, Mode: settings.Development, AuthSecret: testSecret,
+	other, err := api.New(context.Background(), api.Config{Pool: e.app, ReadPool: e.appRead, Mode: settings.Development, AuthSecret: testSecret,
 		AuthBaseURL: testOrigin, IAMDriverID: iamDriverID, Logger: obs.NewLogger(e.logs, "occ-api", slog.LevelInfo),
 		SignIn: api.SignIn{RecoveryUserID: e.adminAccount, Providers: []signin.Provider{
 			signin.NewGitHub(settings.GitHubSignIn{ClientID: "gh", ClientSecret: "s"}, signin.GitHubDotCom, signin.Options{})}}})

@@ -41,7 +41,7 @@ func (a *Appender) Validate(ev Event) error {
 // Append validates ev, redacts its details, packs the envelope fields and inserts one
 // row through db, which should be the transaction of the change the event describes.
 // It returns the event id. Nothing is written when the event is invalid.
-func (a *Appender) Append(ctx context.Context, db store.DBTX, ev Event) (string, error) {
+func (a *Appender) Append(ctx context.Context, db store.Execer, ev Event) (string, error) {
 	row, err := a.buildRow(ev)
 	if err != nil {
 		return "", err

@@ -91,6 +91,12 @@ func runAPI(ctx context.Context, env Env) error {
 		return fail(settings.CodeDatabaseConfigurationInvalid, settings.DatabaseURLMessage)
 	}
 	defer pool.Close()
+	// Read-only routes run outside transactions on sessions that start read-only (decision 45).
+	readPool, err := pgxpool.NewWithConfig(ctx, api.ReadPoolConfig(poolCfg))
+	if err != nil {
+		return fail(settings.CodeDatabaseConfigurationInvalid, settings.DatabaseURLMessage)
+	}
+	defer readPool.Close()
 	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	err = pool.Ping(pingCtx)
 	cancel()
@@ -100,6 +106,7 @@ func runAPI(ctx context.Context, env Env) error {
 
 	apiCfg := api.Config{
 		Pool:                     pool,
+		ReadPool:                 readPool,
 		Mode:                     cfg.Mode,
 		AuthSecret:               cfg.AuthSecret,
 		AuthBaseURL:              cfg.AuthBaseURL,

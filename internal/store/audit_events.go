@@ -21,7 +21,7 @@ type AuditEventRow struct {
 }
 
 // InsertAuditEvent appends one audit event inside the caller's transaction.
-func InsertAuditEvent(ctx context.Context, db DBTX, row AuditEventRow) error {
+func InsertAuditEvent(ctx context.Context, db Execer, row AuditEventRow) error {
 	_, err := db.Exec(ctx, `
 INSERT INTO occ.audit_events
   (id, occurred_at, kind, actor_id, action, namespace_id, resource_kind, resource_id, outcome, details)

@@ -187,10 +187,16 @@ type RenewedLease struct {
 // were lost (token replaced, lease expired or row no longer claimed). It uses the simple query
 // protocol so that a renewal is always exactly one round trip: the worker measures how late an
 // answer is, and a prepare round trip in front of it would move the moment the row is updated.
+// As the first statement of a PipelinedTx it travels with BEGIN instead, as a statement prepared
+// once per connection.
 func RenewLeases(ctx context.Context, db DBTX, keys []string, tokens []uuid.UUID, lease time.Duration) ([]RenewedLease, error) {
 	tokenText := make([]string, len(tokens))
 	for i, t := range tokens {
 		tokenText[i] = t.String()
+	}
+	args := []any{pgx.QueryExecModeSimpleProtocol, keys, tokenText, lease.Milliseconds()}
+	if tx, ok := db.(*PipelinedTx); ok && tx.pending() {
+		args = args[1:]
 	}
 	rows, err := db.Query(ctx, `
 UPDATE occ.controller_work w
@@ -198,7 +204,7 @@ UPDATE occ.controller_work w
   FROM unnest($1::text[], $2::uuid[]) AS c(key, token)
  WHERE w.idempotency_key = c.key AND w.claim_token = c.token
    AND w.state = 'claimed' AND w.lease_expires_at > clock_timestamp()
-RETURNING w.idempotency_key, w.lease_expires_at`, pgx.QueryExecModeSimpleProtocol, keys, tokenText, lease.Milliseconds())
+RETURNING w.idempotency_key, w.lease_expires_at`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -321,7 +321,7 @@ SELECT coalesce((SELECT hits FROM occ.rate_limits WHERE bucket = $1 AND key_hash
 
 // SetLockTimeout bounds how long the transaction waits for a row lock; past it the statement
 // fails (and the caller answers a retryable 503).
-func SetLockTimeout(ctx context.Context, tx pgx.Tx, d time.Duration) error {
+func SetLockTimeout(ctx context.Context, tx DBTX, d time.Duration) error {
 	_, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", d.Milliseconds()))
 	return err
 }

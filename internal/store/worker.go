@@ -118,6 +118,13 @@ func IAMPolicyNonEmpty(ctx context.Context, db DBTX) (bool, error) {
 	return ok, err
 }
 
+// SessionReadOnly reports whether a new transaction on db is read-only by default.
+func SessionReadOnly(ctx context.Context, db DBTX) (bool, error) {
+	var on string
+	err := db.QueryRow(ctx, `SELECT current_setting('default_transaction_read_only')`).Scan(&on)
+	return on == "on", err
+}
+
 // DatabaseNow reads the database clock.
 func DatabaseNow(ctx context.Context, db DBTX) (time.Time, error) {
 	var now time.Time

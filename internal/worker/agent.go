@@ -95,7 +95,7 @@ func agentResource(nsID, agentID string) iam.Resource {
 func (w *Worker) appendDenial(ctx context.Context, tx txDB, a *activeClaim, action string, resource iam.Resource, d *denial) error {
 	work := a.claim.Work
 	nsID := work.NamespaceID
-	_, err := w.audit.Append(ctx, tx, audit.Event{
+	_, err := w.audit.Append(ctx, tx.AtCommit(), audit.Event{
 		Kind: audit.KindAuthorizationDenial, ActorID: work.ActorID, NamespaceID: &nsID, Action: action,
 		Resource:    audit.Resource{Kind: resource.Kind, ID: resource.ID, NamespaceID: &nsID},
 		Outcome:     audit.OutcomeDenied,
@@ -124,7 +124,7 @@ func (w *Worker) appendAgentLifecycle(ctx context.Context, tx txDB, a *activeCla
 	if r.outcome != outcomeSuccess {
 		outcome = audit.OutcomeFailure
 	}
-	_, err := w.audit.Append(ctx, tx, audit.Event{
+	_, err := w.audit.Append(ctx, tx.AtCommit(), audit.Event{
 		Kind: audit.KindMutation, ActorID: work.ActorID, NamespaceID: &nsID, Action: action,
 		Resource: audit.Resource{Kind: iam.KindAgent, ID: *work.AgentID, NamespaceID: &nsID},
 		Outcome:  outcome, ReasonCode: r.code, Details: details,

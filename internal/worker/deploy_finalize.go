@@ -233,7 +233,7 @@ func (p *deployPass) appendRevisionAudit(ctx context.Context, tx txDB, action st
 	details["reasonCode"] = r.code
 	details["workId"] = work.Key
 	details["attemptCount"] = p.a.claim.Attempt()
-	_, err := p.w.audit.Append(ctx, tx, audit.Event{
+	_, err := p.w.audit.Append(ctx, tx.AtCommit(), audit.Event{
 		Kind: audit.KindMutation, ActorID: work.ActorID, NamespaceID: &nsID, Action: action,
 		Resource: audit.Resource{Kind: iam.KindAgentRevision, ID: p.candidate.row.ID, NamespaceID: &nsID},
 		Outcome:  audit.OutcomeSuccess, ReasonCode: r.code, Details: details,

@@ -282,7 +282,7 @@ func (w *Worker) auditNamespace(ctx context.Context, tx txDB, a *activeClaim, ki
 			action = "openclaw.namespaces.delete"
 		}
 		d := r.denial
-		_, err := w.audit.Append(ctx, tx, audit.Event{
+		_, err := w.audit.Append(ctx, tx.AtCommit(), audit.Event{
 			Kind: audit.KindAuthorizationDenial, ActorID: work.ActorID, NamespaceID: &nsID, Action: action,
 			Resource:       audit.Resource{Kind: iam.KindNamespace, ID: nsID, NamespaceID: &nsID},
 			Outcome:        audit.OutcomeDenied,
@@ -329,7 +329,7 @@ func (w *Worker) auditNamespace(ctx context.Context, tx txDB, a *activeClaim, ki
 	if r.outcome != outcomeSuccess && r.outcome != outcomePending {
 		outcome = audit.OutcomeFailure
 	}
-	_, err := w.audit.Append(ctx, tx, audit.Event{
+	_, err := w.audit.Append(ctx, tx.AtCommit(), audit.Event{
 		Kind: audit.KindMutation, ActorID: work.ActorID, NamespaceID: &nsID, Action: action,
 		Resource: audit.Resource{Kind: iam.KindNamespace, ID: nsID, NamespaceID: &nsID},
 		Outcome:  outcome, ReasonCode: r.code, Details: details,

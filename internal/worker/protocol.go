@@ -6,7 +6,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/openclaw/occ/internal/store"
 
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
@@ -175,7 +175,7 @@ func effectValue[T any](w *Worker, a *activeClaim, call string, fn func(ctx cont
 	return v, err
 }
 
-type txDB = pgx.Tx
+type txDB = *store.PipelinedTx
 
 // finalize runs one finalization transaction that starts with a renewal of the claim: the
 // resource change, the audit and the queue transition commit together, and only under a live
@@ -187,7 +187,7 @@ func (w *Worker) finalize(a *activeClaim, fn func(ctx context.Context, tx txDB) 
 	w.hooks.publishBegun(a)
 	begun := time.Now()
 	a.transitioned = false
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+	err := store.RunPipelined(ctx, w.pool, func(tx *store.PipelinedTx) error {
 		if err := a.renewInTx(ctx, tx); err != nil {
 			return err
 		}

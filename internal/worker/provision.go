@@ -206,7 +206,7 @@ func (w *Worker) appendProvisioningOutcome(ctx context.Context, tx txDB, a *acti
 func (w *Worker) appendProvisioningEvent(ctx context.Context, tx txDB, a *activeClaim, action string, res iam.Resource, outcome, code string, details map[string]any) error {
 	nsID := a.claim.Work.NamespaceID
 	details["provisioningWorkId"] = a.claim.Work.Key
-	_, err := w.audit.Append(ctx, tx, audit.Event{
+	_, err := w.audit.Append(ctx, tx.AtCommit(), audit.Event{
 		Kind: audit.KindMutation, ActorID: a.claim.Work.ActorID, NamespaceID: &nsID, Action: action,
 		Resource: audit.Resource{Kind: res.Kind, ID: res.ID, NamespaceID: &nsID},
 		Outcome:  outcome, ReasonCode: code, IAMDriverID: w.cfg.IAMDriverID, Details: details,

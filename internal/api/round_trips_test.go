@@ -1,0 +1,162 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openclaw/occ/internal/api"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// statementLog records the SQL of every round trip its pools make: a statement, or a batch as
+// "batch:" and the SQL of its statements, one per line.
+type statementLog struct {
+	mu  sync.Mutex
+	sql []string
+}
+
+func (l *statementLog) add(sql string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sql = append(l.sql, strings.Join(strings.Fields(sql), " "))
+}
+
+func (l *statementLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.sql
+	l.sql = nil
+	return out
+}
+
+func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	l.add(d.SQL)
+	return ctx
+}
+
+func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (l *statementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	l.add("batch:")
+	return ctx
+}
+
+func (l *statementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sql[len(l.sql)-1] += "\n  " + strings.Join(strings.Fields(d.SQL), " ")
+}
+
+func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+func tracedPool(t *testing.T, cfg *pgxpool.Config, log *statementLog) *pgxpool.Pool {
+	cfg.ConnConfig.Tracer = log
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// An authorized read is three statements, each its own round trip: the service key, the identity
+// with the policy epoch, the Namespace. No BEGIN and no COMMIT (decision 45); the policy itself is
+// read only while no decision made under the current epoch is at hand (decision 42).
+func TestAuthorizedReadIsThreeStatements(t *testing.T) {
+	t.Parallel()
+	log := &statementLog{}
+	e := newEnv(t, func(e *env, c *api.Config) {
+		c.Pool = tracedPool(t, e.app.Config(), log)
+		c.ReadPool = tracedPool(t, api.ReadPoolConfig(e.app.Config()), log)
+	})
+	path := "/namespaces/" + e.defaultNS
+	e.expect(e.admin("GET", path, nil), 200)
+	log.take()
+	e.expect(e.admin("GET", path, nil), 200)
+	sent := log.take()
+	if len(sent) != 3 {
+		t.Fatalf("GET %s sent %d statements, want 3 (credential, identity and epoch, Namespace):\n%s", path, len(sent), strings.Join(sent, "\n"))
+	}
+	for _, sql := range sent {
+		if word := strings.ToLower(strings.Fields(sql)[0]); word == "begin" || word == "commit" || word == "batch:" {
+			t.Errorf("GET %s sent %q", path, sql)
+		}
+	}
+}
+
+// A write route's BEGIN travels with its first statement and its audit row with its COMMIT: a
+// deploy is twelve round trips, fourteen before (decision 46).
+func TestWriteRouteSendsBeginAndCommitWithStatements(t *testing.T) {
+	t.Parallel()
+	log := &statementLog{}
+	e := newEnv(t, func(e *env, c *api.Config) {
+		c.Pool = tracedPool(t, e.app.Config(), log)
+		c.ReadPool = tracedPool(t, api.ReadPoolConfig(e.app.Config()), log)
+	})
+	ns := e.readyNamespace("trips")
+	base := "/namespaces/" + ns
+	cfg := e.expect(e.admin("POST", base+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}}), 201).data()["id"].(string)
+	agent := e.expect(e.admin("POST", base+"/agents", map[string]any{"name": "trips", "configurationId": cfg,
+		"harnessAuth": map[string]any{"method": "runtime"}}), 201).data()["id"].(string)
+	e.expect(e.admin("POST", base+"/agents/"+agent+"/deploy", nil), 202)
+	log.take()
+	e.expect(e.admin("POST", base+"/agents/"+agent+"/deploy", nil), 202)
+	sent := log.take()
+	all := strings.Join(sent, "\n")
+	first, last := sent[1], sent[len(sent)-1]
+	if !strings.HasPrefix(first, "batch:\n  BEGIN\n  SELECT") {
+		t.Errorf("the transaction's first round trip is not BEGIN with the identity lookup:\n%s", first)
+	}
+	if !strings.HasPrefix(last, "batch:\n  INSERT INTO occ.audit_events") || !strings.HasSuffix(last, "\n  COMMIT") {
+		t.Errorf("the transaction's last round trip is not its audit row with COMMIT:\n%s", last)
+	}
+	if len(sent) != 12 {
+		t.Errorf("a deploy made %d round trips, want 12:\n%s", len(sent), all)
+	}
+	if n := e.count(`SELECT count(*) FROM occ.audit_events WHERE action = $1`, api.ActionAgentsDeploy); n != 2 {
+		t.Errorf("%d deploy audit events, want 2", n)
+	}
+}
+
+// The read pool's sessions refuse what a READ ONLY transaction refused: writes and row locks.
+func TestReadPoolRefusesWritesAndRowLocks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, sql := range []string{
+		`UPDATE occ.namespaces SET name = name WHERE id = $1`,
+		`SELECT id FROM occ.namespaces WHERE id = $1 FOR SHARE`,
+	} {
+		_, err := e.appRead.Exec(ctx, sql, e.defaultNS)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "25006" {
+			t.Errorf("%s on the read pool: %v, want SQLSTATE 25006 (read_only_sql_transaction)", sql, err)
+		}
+	}
+}
+
+// A server given a read pool whose sessions can write does not start.
+func TestNewRefusesAWritableReadPool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, err := api.New(context.Background(), api.Config{Pool: e.app, ReadPool: e.app, IAMDriverID: iamDriverID})
+	if err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("api.New with a writable read pool: %v", err)
+	}
+}
+
+// A read-only route runs outside a transaction, so it must not ask for a row lock.
+func TestReadRoutesTakeNoRowLocks(t *testing.T) {
+	for _, r := range api.Routes() {
+		if r.Tx == api.TxRead && r.NamespaceLock != store.NoLock {
+			t.Errorf("%s %s is a read route with a Namespace row lock", r.Method, r.Path)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testkit/pgtest"
+)
+
+// pipelinedTxPool is a pool with a table of its own (the migration owner's, on a test database).
+func pipelinedTxPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool := pgtest.New(t).Owner(t)
+	if _, err := pool.Exec(context.Background(), `CREATE TABLE public.wtx (v int PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+func wtxRows(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM public.wtx`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// withPipelinedTx runs fn in a PipelinedTx and commits it, returning the commit's error.
+func withPipelinedTx(t *testing.T, pool *pgxpool.Pool, fn func(*pgxpool.Conn, *store.PipelinedTx)) error {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	tx := store.NewPipelinedTx(conn)
+	fn(conn, tx)
+	err = tx.Commit(ctx)
+	if err != nil {
+		tx.Rollback(ctx)
+	}
+	if status := conn.Conn().PgConn().TxStatus(); status != 'I' {
+		t.Fatalf("the connection is left in transaction status %q", status)
+	}
+	return err
+}
+
+// Whichever call comes first, it opens the transaction: a later failure undoes its write.
+func TestPipelinedTxFirstStatementOpensTheTransaction(t *testing.T) {
+	pool := pipelinedTxPool(t)
+	ctx := context.Background()
+	firsts := map[string]func(*store.PipelinedTx) error{
+		"Exec": func(tx *store.PipelinedTx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO public.wtx VALUES (1)`)
+			return err
+		},
+		"Exec in a mode of its own": func(tx *store.PipelinedTx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO public.wtx VALUES (1)`, pgx.QueryExecModeSimpleProtocol)
+			return err
+		},
+		"QueryRow": func(tx *store.PipelinedTx) error {
+			var v int
+			return tx.QueryRow(ctx, `INSERT INTO public.wtx VALUES (1) RETURNING v`).Scan(&v)
+		},
+		"Query read to its end": func(tx *store.PipelinedTx) error {
+			rows, err := tx.Query(ctx, `INSERT INTO public.wtx VALUES (1) RETURNING v`)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+			}
+			return rows.Err()
+		},
+		"SendBatch": func(tx *store.PipelinedTx) error {
+			b := &pgx.Batch{}
+			b.Queue(`INSERT INTO public.wtx VALUES (1)`)
+			return tx.SendBatch(ctx, b).Close()
+		},
+	}
+	for name, first := range firsts {
+		t.Run(name, func(t *testing.T) {
+			err := withPipelinedTx(t, pool, func(conn *pgxpool.Conn, tx *store.PipelinedTx) {
+				if err := first(tx); err != nil {
+					t.Fatal(err)
+				}
+				if status := conn.Conn().PgConn().TxStatus(); status != 'T' {
+					t.Fatalf("after the first statement the connection's transaction status is %q, want T", status)
+				}
+				// A duplicate key aborts the transaction; the route would return its error.
+				if _, err := tx.Exec(ctx, `INSERT INTO public.wtx VALUES (1)`); err == nil {
+					t.Fatal("the duplicate insert succeeded")
+				}
+			})
+			if !errors.Is(err, pgx.ErrTxCommitRollback) {
+				t.Fatalf("commit of an aborted transaction: %v, want pgx.ErrTxCommitRollback", err)
+			}
+			if n := wtxRows(t, pool); n != 0 {
+				t.Fatalf("%d rows after the rollback, want 0", n)
+			}
+		})
+	}
+}
+
+// A statement queued for the commit that fails leaves nothing of the transaction behind.
+func TestPipelinedTxFailedAtCommitStatementCommitsNothing(t *testing.T) {
+	pool := pipelinedTxPool(t)
+	ctx := context.Background()
+	err := withPipelinedTx(t, pool, func(conn *pgxpool.Conn, tx *store.PipelinedTx) {
+		if _, err := tx.Exec(ctx, `INSERT INTO public.wtx VALUES (1)`); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tx.AtCommit().Exec(ctx, `INSERT INTO public.wtx VALUES (2)`)
+		_, _ = tx.AtCommit().Exec(ctx, `INSERT INTO public.wtx VALUES (1)`)
+	})
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		t.Fatalf("commit: %v, want the queued statement's unique violation", err)
+	}
+	if n := wtxRows(t, pool); n != 0 {
+		t.Fatalf("%d rows after the failed commit, want 0", n)
+	}
+	// Queued statements with no statement before them are one implicit transaction.
+	err = withPipelinedTx(t, pool, func(conn *pgxpool.Conn, tx *store.PipelinedTx) {
+		_, _ = tx.AtCommit().Exec(ctx, `INSERT INTO public.wtx VALUES (3)`)
+		_, _ = tx.AtCommit().Exec(ctx, `INSERT INTO public.wtx VALUES (3)`)
+	})
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		t.Fatalf("commit of queued statements alone: %v, want a unique violation", err)
+	}
+	if n := wtxRows(t, pool); n != 0 {
+		t.Fatalf("%d rows after the failed implicit transaction, want 0", n)
+	}
+	if err := withPipelinedTx(t, pool, func(conn *pgxpool.Conn, tx *store.PipelinedTx) {
+		if _, err := tx.Exec(ctx, `INSERT INTO public.wtx VALUES (1)`); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tx.AtCommit().Exec(ctx, `INSERT INTO public.wtx VALUES (2)`)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := wtxRows(t, pool); n != 2 {
+		t.Fatalf("%d rows after the commit, want 2", n)
+	}
+}
