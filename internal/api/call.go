@@ -26,8 +26,10 @@ type call struct {
 
 	cred     auth.Credential
 	identity *iam.Identity
-	// db runs the route's statements: its transaction (TxWrite) or a read-only connection (TxRead).
-	db store.DBTX
+	// db runs the route's statements: its transaction (TxWrite) or a read-only connection (TxRead);
+	// pipe is the same connection, to send reads ahead of the next statement.
+	db   store.DBTX
+	pipe *store.Pipeline
 	// auditDB receives the call's audit rows: sent with the commit in a PipelinedTx, at once
 	// anywhere else.
 	auditDB   store.Execer
@@ -85,9 +87,12 @@ type denial struct {
 func (d *denial) Error() string { return "api: authorization denied: " + d.event.DecisionReason }
 
 func (c *call) bind(db store.DBTX) {
-	c.db, c.auditDB = db, db
-	if tx, ok := db.(*store.PipelinedTx); ok {
-		c.auditDB = tx.AtCommit()
+	c.db, c.auditDB, c.pipe = db, db, nil
+	switch db := db.(type) {
+	case *store.PipelinedTx:
+		c.auditDB, c.pipe = db.AtCommit(), &db.Pipeline
+	case *store.Pipeline:
+		c.pipe = db
 	}
 	c.iam = iam.NewNative(c.s.cfg.IAMDriverID, iam.StoreSource{DB: db})
 	// Only a read-only route reuses decisions: a route that writes may change the policy and
@@ -156,6 +161,13 @@ func (c *call) target(p Permission) iam.Resource {
 // scope, reads the path Namespace and checks the route's generic permissions, in this order.
 func (c *call) admitIdentity(ctx context.Context) error {
 	route := c.route
+	scope := c.cred.NamespaceScope()
+	// The path Namespace is read in the identity lookup's round trip (decision 47); an admission
+	// refused before it needs the read leaves its result unread.
+	var nsRead *store.Pending[store.Namespace]
+	if route.Scope == ScopeNamespace && (scope == nil || *scope == c.params["namespaceId"]) {
+		nsRead = store.GetNamespaceAhead(c.pipe, c.params["namespaceId"], route.NamespaceLock)
+	}
 	ident, err := c.iam.LookupIdentity(ctx, c.cred.IdentityLookup(c.s.installation.ID))
 	switch {
 	case errors.Is(err, iam.ErrAmbiguousIdentity), errors.Is(err, iam.ErrPolicyInvalid), errors.Is(err, iam.ErrInvalidLookup):
@@ -175,7 +187,6 @@ func (c *call) admitIdentity(ctx context.Context) error {
 	if c.cred.Human() && ident.Kind != iam.IdentityKindPrincipal {
 		return c.deny(nil, "identity kind mismatch", "IDENTITY_UNRESOLVED")
 	}
-	scope := c.cred.NamespaceScope()
 	switch route.Scope {
 	case ScopeInstallation:
 		if scope != nil {
@@ -185,7 +196,7 @@ func (c *call) admitIdentity(ctx context.Context) error {
 		if scope != nil && *scope != c.params["namespaceId"] {
 			return c.deny(nil, "credential scoped to another namespace", "CREDENTIAL_SCOPE")
 		}
-		ns, err := store.GetNamespace(ctx, c.db, c.params["namespaceId"], route.NamespaceLock)
+		ns, err := nsRead.Result(ctx)
 		if errors.Is(err, store.ErrNotFound) {
 			return platform.NotFound("The Namespace does not exist.")
 		} else if err != nil {

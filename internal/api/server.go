@@ -424,7 +424,7 @@ func (s *Server) read(ctx context.Context, fn func(store.DBTX) error) error {
 		return platform.Unavailable(err)
 	}
 	defer conn.Release()
-	return fn(conn)
+	return fn(store.NewPipeline(conn))
 }
 
 // ReadPoolConfig returns a copy of the application role's pool configuration whose sessions start

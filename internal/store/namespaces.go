@@ -37,9 +37,20 @@ func scanNamespace(r pgx.CollectableRow) (Namespace, error) {
 // GetNamespace reads a live Namespace; a tombstoned or absent one is ErrNotFound. With a lock the
 // row stays locked until the transaction ends (lock order: Namespace before Agent).
 func GetNamespace(ctx context.Context, db DBTX, id string, lock RowLock) (Namespace, error) {
-	rows, err := db.Query(ctx, `SELECT `+namespaceColumns+` FROM occ.namespaces n
- WHERE n.id = $1 AND n.deleted_at IS NULL`+lock.clause(), id)
+	rows, err := db.Query(ctx, getNamespaceSQL(lock), id)
 	return oneRow(rows, err, scanNamespace)
+}
+
+// GetNamespaceAhead is GetNamespace sent in front of p's next statement (decision 47).
+func GetNamespaceAhead(p *Pipeline, id string, lock RowLock) *Pending[Namespace] {
+	return queueAhead(p, func(rows pgx.Rows, err error) (Namespace, error) {
+		return oneRow(rows, err, scanNamespace)
+	}, getNamespaceSQL(lock), id)
+}
+
+func getNamespaceSQL(lock RowLock) string {
+	return `SELECT ` + namespaceColumns + ` FROM occ.namespaces n
+ WHERE n.id = $1 AND n.deleted_at IS NULL` + lock.clause()
 }
 
 // ListNamespaces returns up to limit live Namespaces ordered by name (byte order), starting after

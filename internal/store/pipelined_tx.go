@@ -8,18 +8,175 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// PipelinedTx is a transaction on one pooled connection, two round trips shorter than pgx's
-// (decision 46): BEGIN travels in one pipeline with the first statement, and the statements
-// queued with AtCommit (audit rows, whose outcome the caller never reads) travel with COMMIT.
-type PipelinedTx struct {
+// Pipeline runs statements on one connection and saves round trips: statements queued ahead
+// (BEGIN, a read the caller will need) travel in one pipeline in front of the next statement
+// (decisions 46 and 47). It is a DBTX.
+type Pipeline struct {
 	conn  *pgxpool.Conn
-	begun bool
+	ahead []aheadStatement
+}
+
+// aheadStatement is a statement sent in front of the next one; read consumes its result, in order.
+type aheadStatement struct {
+	sql  string
+	args []any
+	read func(pgx.BatchResults)
+}
+
+// NewPipeline returns a Pipeline on conn (outside any transaction).
+func NewPipeline(conn *pgxpool.Conn) *Pipeline { return &Pipeline{conn: conn} }
+
+// Pending is the result of a read queued ahead: Result sends it (alone) if no statement has
+// carried it yet.
+type Pending[T any] struct {
+	p    *Pipeline
+	done bool
+	v    T
+	err  error
+}
+
+// Result returns the read's result.
+func (r *Pending[T]) Result(ctx context.Context) (T, error) {
+	if !r.done {
+		if err := r.p.flush(ctx); err != nil && !r.done {
+			r.done, r.err = true, err
+		}
+	}
+	return r.v, r.err
+}
+
+// queueAhead queues a read whose rows become the Pending's value through collect.
+func queueAhead[T any](p *Pipeline, collect func(pgx.Rows, error) (T, error), sql string, args ...any) *Pending[T] {
+	r := &Pending[T]{p: p}
+	p.ahead = append(p.ahead, aheadStatement{sql: sql, args: args, read: func(br pgx.BatchResults) {
+		rows, err := br.Query()
+		r.v, r.err = collect(rows, err)
+		r.done = true
+	}})
+	return r
+}
+
+// send sends the statements ahead and one more (main, nil for none) in one pipeline, reads the
+// results of those ahead and returns the results, positioned at main's.
+func (p *Pipeline) send(ctx context.Context, main *pgx.QueuedQuery) pgx.BatchResults {
+	ahead := p.ahead
+	p.ahead = nil
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(ahead)+1)}
+	for _, s := range ahead {
+		b.QueuedQueries = append(b.QueuedQueries, &pgx.QueuedQuery{SQL: s.sql, Arguments: s.args})
+	}
+	if main != nil {
+		b.QueuedQueries = append(b.QueuedQueries, main)
+	}
+	br := p.conn.SendBatch(ctx, b)
+	for _, s := range ahead {
+		s.read(br)
+	}
+	return br
+}
+
+// flush sends the statements ahead alone.
+func (p *Pipeline) flush(ctx context.Context) error {
+	if len(p.ahead) == 0 {
+		return nil
+	}
+	return p.send(ctx, nil).Close()
+}
+
+// ownMode reports a statement that names its own QueryExecMode: it cannot join a pipeline (a
+// batch runs in the connection's mode), so what is ahead goes before it alone.
+func ownMode(args []any) bool {
+	if len(args) == 0 {
+		return false
+	}
+	_, ok := args[0].(pgx.QueryExecMode)
+	return ok
+}
+
+func (p *Pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if len(p.ahead) == 0 || ownMode(args) {
+		if err := p.flush(ctx); err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		return p.conn.Exec(ctx, sql, args...)
+	}
+	br := p.send(ctx, &pgx.QueuedQuery{SQL: sql, Arguments: args})
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+func (p *Pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if len(p.ahead) == 0 || ownMode(args) {
+		if err := p.flush(ctx); err != nil {
+			return nil, err
+		}
+		return p.conn.Query(ctx, sql, args...)
+	}
+	br := p.send(ctx, &pgx.QueuedQuery{SQL: sql, Arguments: args})
+	rows, err := br.Query()
+	if err != nil {
+		if rows != nil {
+			rows.Close()
+		}
+		_ = br.Close()
+		return nil, err
+	}
+	return &pipelineRows{Rows: rows, br: br}, nil
+}
+
+func (p *Pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if len(p.ahead) == 0 || ownMode(args) {
+		if err := p.flush(ctx); err != nil {
+			return errRow{err}
+		}
+		return p.conn.QueryRow(ctx, sql, args...)
+	}
+	br := p.send(ctx, &pgx.QueuedQuery{SQL: sql, Arguments: args})
+	return pipelineRow{row: br.QueryRow(), br: br}
+}
+
+// SendBatch sends a batch, with the statements ahead in front of it.
+func (p *Pipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if len(p.ahead) == 0 {
+		return p.conn.SendBatch(ctx, b)
+	}
+	ahead := p.ahead
+	p.ahead = nil
+	withAhead := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(ahead)+b.Len())}
+	for _, s := range ahead {
+		withAhead.QueuedQueries = append(withAhead.QueuedQueries, &pgx.QueuedQuery{SQL: s.sql, Arguments: s.args})
+	}
+	withAhead.QueuedQueries = append(withAhead.QueuedQueries, b.QueuedQueries...)
+	br := p.conn.SendBatch(ctx, withAhead)
+	for _, s := range ahead {
+		s.read(br)
+	}
+	return br
+}
+
+// PipelinedTx is a transaction on one pooled connection, two round trips shorter than pgx's
+// (decision 46): BEGIN goes ahead of the first statement, and the statements queued with
+// AtCommit (audit rows, whose outcome the caller never reads) travel with COMMIT.
+type PipelinedTx struct {
+	Pipeline
+	begun bool // BEGIN was sent
 	// commitBatch holds the AtCommit statements; a failure of any of them rolls everything back.
 	commitBatch pgx.Batch
 }
 
 // NewPipelinedTx returns a transaction on conn. Nothing is sent before its first statement.
-func NewPipelinedTx(conn *pgxpool.Conn) *PipelinedTx { return &PipelinedTx{conn: conn} }
+func NewPipelinedTx(conn *pgxpool.Conn) *PipelinedTx {
+	t := &PipelinedTx{Pipeline: Pipeline{conn: conn}}
+	t.ahead = []aheadStatement{{sql: "BEGIN", read: func(br pgx.BatchResults) {
+		// When BEGIN fails, so does every statement after it in the pipeline.
+		_, _ = br.Exec()
+		t.begun = true
+	}}}
+	return t
+}
 
 // CommitError is the error of a transaction's commit pipeline: CommitChangedNothing tells
 // whether it may have committed.
@@ -70,102 +227,11 @@ func (t *PipelinedTx) AtCommit() Execer { return atCommit{t} }
 // pending reports whether BEGIN has not been sent yet: the next statement travels with it.
 func (t *PipelinedTx) pending() bool { return !t.begun }
 
-// withBegin is a pipeline of BEGIN and one statement.
-func withBegin(sql string, args []any) *pgx.Batch {
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(sql, args...)
-	return b
-}
-
-// first sends BEGIN and the transaction's first statement; the caller reads the statement's result
-// from the returned results and closes them. A statement that names its own QueryExecMode cannot
-// join a pipeline (a batch runs in the connection's mode), so BEGIN goes ahead of it alone.
-func (t *PipelinedTx) first(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
-	t.begun = true
-	if len(args) > 0 {
-		if _, ok := args[0].(pgx.QueryExecMode); ok {
-			if _, err := t.conn.Exec(ctx, "BEGIN"); err != nil {
-				return nil, err
-			}
-			return nil, nil
-		}
-	}
-	br := t.conn.SendBatch(ctx, withBegin(sql, args))
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return nil, err
-	}
-	return br, nil
-}
-
-func (t *PipelinedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.begun {
-		return t.conn.Exec(ctx, sql, args...)
-	}
-	br, err := t.first(ctx, sql, args)
-	if err != nil {
-		return pgconn.CommandTag{}, err
-	} else if br == nil {
-		return t.conn.Exec(ctx, sql, args...)
-	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag, err
-}
-
-func (t *PipelinedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.begun {
-		return t.conn.Query(ctx, sql, args...)
-	}
-	br, err := t.first(ctx, sql, args)
-	if err != nil {
-		return nil, err
-	} else if br == nil {
-		return t.conn.Query(ctx, sql, args...)
-	}
-	rows, err := br.Query()
-	if err != nil {
-		if rows != nil {
-			rows.Close()
-		}
-		_ = br.Close()
-		return nil, err
-	}
-	return &pipelineRows{Rows: rows, br: br}, nil
-}
-
-func (t *PipelinedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.begun {
-		return t.conn.QueryRow(ctx, sql, args...)
-	}
-	br, err := t.first(ctx, sql, args)
-	if err != nil {
-		return errRow{err}
-	} else if br == nil {
-		return t.conn.QueryRow(ctx, sql, args...)
-	}
-	return pipelineRow{row: br.QueryRow(), br: br}
-}
-
-// SendBatch sends a batch, with BEGIN in front when it is the transaction's first statement.
-func (t *PipelinedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if t.begun {
-		return t.conn.SendBatch(ctx, b)
-	}
-	t.begun = true
-	withBegin := &pgx.Batch{QueuedQueries: append([]*pgx.QueuedQuery{{SQL: "BEGIN"}}, b.QueuedQueries...)}
-	br := t.conn.SendBatch(ctx, withBegin)
-	// BEGIN's result; when it failed, so does every result the caller reads.
-	_, _ = br.Exec()
-	return br
-}
-
 // Commit sends the queued statements and COMMIT in one pipeline. Without a statement before them,
 // the queued statements alone form PostgreSQL's implicit transaction of one pipeline: all or none.
+// Reads still queued ahead are dropped: nobody asked for their results.
 func (t *PipelinedTx) Commit(ctx context.Context) error {
+	t.ahead = nil
 	b := &t.commitBatch
 	if t.begun {
 		b.Queue("COMMIT")
@@ -194,6 +260,7 @@ func (t *PipelinedTx) Commit(ctx context.Context) error {
 // Rollback ends a transaction the connection still has open. A connection that cannot is
 // closed by the pool on release.
 func (t *PipelinedTx) Rollback(ctx context.Context) {
+	t.ahead = nil
 	if t.conn.Conn().PgConn().TxStatus() != 'I' {
 		_, _ = t.conn.Exec(ctx, "ROLLBACK")
 	}

@@ -150,3 +150,53 @@ func TestPipelinedTxFailedAtCommitStatementCommitsNothing(t *testing.T) {
 		t.Fatalf("%d rows after the commit, want 2", n)
 	}
 }
+
+// A read queued ahead travels with the next statement, or alone when its result is asked first;
+// one that fails makes the statement it traveled with fail too, and the transaction rolls back.
+func TestPipelineReadsAhead(t *testing.T) {
+	pool := pipelinedTxPool(t)
+	ctx := context.Background()
+	if err := withPipelinedTx(t, pool, func(_ *pgxpool.Conn, tx *store.PipelinedTx) {
+		before := store.IntAhead(&tx.Pipeline, `SELECT count(*)::int FROM public.wtx`)
+		if _, err := tx.Exec(ctx, `INSERT INTO public.wtx VALUES (1)`); err != nil {
+			t.Fatal(err)
+		}
+		after := store.IntAhead(&tx.Pipeline, `SELECT count(*)::int FROM public.wtx`)
+		for want, r := range []*store.Pending[int]{before, after} {
+			if n, err := r.Result(ctx); err != nil || n != want {
+				t.Fatalf("read ahead %d: %d, %v; want %d", want, n, err, want)
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := withPipelinedTx(t, pool, func(conn *pgxpool.Conn, tx *store.PipelinedTx) {
+		if _, err := tx.Exec(ctx, `INSERT INTO public.wtx VALUES (2)`); err != nil {
+			t.Fatal(err)
+		}
+		failing := store.IntAhead(&tx.Pipeline, `SELECT 1/0`)
+		if _, err := tx.Exec(ctx, `INSERT INTO public.wtx VALUES (3)`); err == nil {
+			t.Fatal("the statement after a failed read ahead succeeded")
+		}
+		var pgErr *pgconn.PgError
+		if _, err := failing.Result(ctx); !errors.As(err, &pgErr) || pgErr.Code != "22012" {
+			t.Fatalf("the failed read ahead: %v, want division_by_zero", err)
+		}
+	})
+	if !errors.Is(err, pgx.ErrTxCommitRollback) {
+		t.Fatalf("commit after a failed read ahead: %v, want pgx.ErrTxCommitRollback", err)
+	}
+	if n := wtxRows(t, pool); n != 1 {
+		t.Fatalf("%d rows, want 1 (the first transaction's)", n)
+	}
+	// Outside a transaction: a read ahead with nothing after it is sent alone.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	p := store.NewPipeline(conn)
+	if n, err := store.IntAhead(p, `SELECT v FROM public.wtx`).Result(ctx); err != nil || n != 1 {
+		t.Fatalf("read ahead alone: %d, %v", n, err)
+	}
+}
