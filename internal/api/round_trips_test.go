@@ -56,6 +56,16 @@ func (l *statementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.Tra
 
 func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
+// newTracedEnv is newEnv whose API pools record every round trip in the returned log.
+func newTracedEnv(t *testing.T) (*env, *statementLog) {
+	log := &statementLog{}
+	e := newEnv(t, func(e *env, c *api.Config) {
+		c.Pool = tracedPool(t, e.app.Config(), log)
+		c.ReadPool = tracedPool(t, api.ReadPoolConfig(e.app.Config()), log)
+	})
+	return e, log
+}
+
 func tracedPool(t *testing.T, cfg *pgxpool.Config, log *statementLog) *pgxpool.Pool {
 	cfg.ConnConfig.Tracer = log
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
@@ -72,11 +82,7 @@ func tracedPool(t *testing.T, cfg *pgxpool.Config, log *statementLog) *pgxpool.P
 // (decision 42).
 func TestAuthorizedReadIsTwoRoundTrips(t *testing.T) {
 	t.Parallel()
-	log := &statementLog{}
-	e := newEnv(t, func(e *env, c *api.Config) {
-		c.Pool = tracedPool(t, e.app.Config(), log)
-		c.ReadPool = tracedPool(t, api.ReadPoolConfig(e.app.Config()), log)
-	})
+	e, log := newTracedEnv(t)
 	path := "/namespaces/" + e.defaultNS
 	e.expect(e.admin("GET", path, nil), 200)
 	log.take()
@@ -96,11 +102,7 @@ func TestAuthorizedReadIsTwoRoundTrips(t *testing.T) {
 // its COMMIT: a deploy is eleven round trips, fourteen before (decisions 46, 47).
 func TestWriteRouteSendsBeginAndCommitWithStatements(t *testing.T) {
 	t.Parallel()
-	log := &statementLog{}
-	e := newEnv(t, func(e *env, c *api.Config) {
-		c.Pool = tracedPool(t, e.app.Config(), log)
-		c.ReadPool = tracedPool(t, api.ReadPoolConfig(e.app.Config()), log)
-	})
+	e, log := newTracedEnv(t)
 	ns := e.readyNamespace("trips")
 	base := "/namespaces/" + ns
 	cfg := e.expect(e.admin("POST", base+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}}), 201).data()["id"].(string)

@@ -432,6 +432,9 @@ func (s *Server) read(ctx context.Context, fn func(store.DBTX) error) error {
 // would be refused by PostgreSQL, as it was in a READ ONLY transaction.
 func ReadPoolConfig(pool *pgxpool.Config) *pgxpool.Config {
 	read := pool.Copy()
+	if read.ConnConfig.RuntimeParams == nil {
+		read.ConnConfig.RuntimeParams = map[string]string{}
+	}
 	read.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	return read
 }

@@ -6,11 +6,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/openclaw/occ/internal/store"
-
 	"github.com/openclaw/occ/internal/driver"
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/queue"
+	"github.com/openclaw/occ/internal/store"
 )
 
 // The claim protocol every pass follows, in one place:
