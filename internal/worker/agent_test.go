@@ -334,13 +334,20 @@ func TestStopAndDeleteAfterRevocationFailWithoutEffects(t *testing.T) {
 	if st, code := h.waitWork(platform.RevisionWorkKey(rev)); st != queue.StateSucceeded {
 		t.Fatalf("deploy: %s %s", st, code)
 	}
-	// An operator held operate and delete on the Agent; the grant is revoked after admission.
+	// An operator held operate and delete on the Agent; the grant is revoked after admission, in
+	// the admitting transaction, so that no worker can see the work while the grant still exists.
 	operator := h.principal()
 	binding := h.grant(ns, operator, "agent", f.id, "operate", "delete")
-	stopKey := f.stop(operator)
-	if _, err := store.DeleteBinding(context.Background(), h.app, binding); err != nil {
-		t.Fatal(err)
-	}
+	work := fixture.AgentStopWork(f.row, uuid.NewString(), operator)
+	f.admit(func(ctx context.Context, _ *fixture.Factory, tx pgx.Tx) (fixture.Work, error) {
+		if _, err := store.SetAgentDesiredState(ctx, tx, store.SetAgentDesiredStateParams{
+			NamespaceID: f.ns, AgentID: f.id, State: platform.RuntimeStopped}); err != nil {
+			return work, err
+		}
+		_, err := store.DeleteBinding(ctx, tx, binding)
+		return work, err
+	})
+	stopKey := work.Key()
 	if st, code := h.waitWork(stopKey); st != queue.StateFailedPermanent || code != "AUTHORIZATION_DENIED" {
 		t.Fatalf("stop: %s %s", st, code)
 	}

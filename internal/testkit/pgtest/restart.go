@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -110,12 +112,25 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.pm != nil {
 		return nil
 	}
-	pm, err := runServer(ctx, s.bin, s.data, s.dir, s.port, s.cred, s.durable)
-	if err != nil {
-		return err
+	// After a crash the kernel may still count the old server's shared memory as attached for a
+	// moment after its last process is gone (seen under load); PostgreSQL then refuses to start
+	// ("pre-existing shared memory block ... is still in use"), and a later attempt succeeds.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pm, err := runServer(ctx, s.bin, s.data, s.dir, s.port, s.cred, s.durable)
+		if err == nil {
+			s.pm = pm
+			return nil
+		}
+		if !strings.Contains(err.Error(), "pre-existing shared memory block") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	s.pm = pm
-	return nil
 }
 
 // Close stops the server and removes its data directory.
