@@ -224,8 +224,8 @@ func (d atCommit) Exec(_ context.Context, sql string, args ...any) (pgconn.Comma
 // AtCommit returns an Execer whose statements are sent, in order, in one pipeline with COMMIT.
 func (t *PipelinedTx) AtCommit() Execer { return atCommit{t} }
 
-// pending reports whether BEGIN has not been sent yet: the next statement travels with it.
-func (t *PipelinedTx) pending() bool { return !t.begun }
+// beginAhead reports whether BEGIN has not been sent yet: the next statement travels with it.
+func (t *PipelinedTx) beginAhead() bool { return !t.begun }
 
 // Commit sends the queued statements and COMMIT in one pipeline. Without a statement before them,
 // the queued statements alone form PostgreSQL's implicit transaction of one pipeline: all or none.

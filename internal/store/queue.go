@@ -195,7 +195,7 @@ func RenewLeases(ctx context.Context, db DBTX, keys []string, tokens []uuid.UUID
 		tokenText[i] = t.String()
 	}
 	args := []any{pgx.QueryExecModeSimpleProtocol, keys, tokenText, lease.Milliseconds()}
-	if tx, ok := db.(*PipelinedTx); ok && tx.pending() {
+	if tx, ok := db.(*PipelinedTx); ok && tx.beginAhead() {
 		args = args[1:]
 	}
 	rows, err := db.Query(ctx, `
