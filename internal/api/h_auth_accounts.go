@@ -59,7 +59,7 @@ func (s *Server) targetAccount(ctx context.Context, c *call) (store.AccountContr
 	if err := s.guarded(); err != nil {
 		return store.AccountControl{}, err
 	}
-	if err := lockTimeout(ctx, c); err != nil {
+	if err := lockTimeout(ctx, c.db); err != nil {
 		return store.AccountControl{}, err
 	}
 	a, err := store.GetAccountControl(ctx, c.db, c.params["userId"], store.LockUpdate)
@@ -346,7 +346,7 @@ func (s *Server) replaceRecovery(ctx context.Context, c *call) error {
 	if err := c.decode(&b); err != nil {
 		return err
 	}
-	if err := lockTimeout(ctx, c); err != nil {
+	if err := lockTimeout(ctx, c.db); err != nil {
 		return err
 	}
 	current, err := store.GetRecovery(ctx, c.db, s.installation.ID, store.LockUpdate)

@@ -276,12 +276,9 @@ func (s *Server) warnProviderUnavailable(c *call, p signin.Provider, f *signin.F
 	s.log.Warn("authentication.provider-unavailable-warning", attrs...)
 }
 
-// lockTimeout bounds waits for locked accounts in the write route's transaction.
-func lockTimeout(ctx context.Context, c *call) error {
-	if c.route.Tx != TxWrite {
-		return platform.Unavailable(errors.New("api: an account lock outside a write route's transaction"))
-	}
-	if err := store.SetLockTimeout(ctx, c.db, accountLockTimeout); err != nil {
+// lockTimeout bounds waits for locked accounts in the caller's transaction.
+func lockTimeout(ctx context.Context, db store.DBTX) error {
+	if err := store.SetLockTimeout(ctx, db, accountLockTimeout); err != nil {
 		return platform.Unavailable(err)
 	}
 	return nil

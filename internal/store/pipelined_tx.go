@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -38,12 +39,16 @@ type Pending[T any] struct {
 // Result returns the read's result.
 func (r *Pending[T]) Result(ctx context.Context) (T, error) {
 	if !r.done {
-		if err := r.p.flush(ctx); err != nil && !r.done {
-			r.done, r.err = true, err
-		}
+		_ = r.p.flush(ctx) // the read records its own failure
+	}
+	if !r.done {
+		return r.v, errAheadDropped
 	}
 	return r.v, r.err
 }
+
+// errAheadDropped answers a read whose transaction ended before anything carried it.
+var errAheadDropped = errors.New("store: a read queued ahead was dropped when its transaction ended")
 
 // queueAhead queues a read whose rows become the Pending's value through collect.
 func queueAhead[T any](p *Pipeline, collect func(pgx.Rows, error) (T, error), sql string, args ...any) *Pending[T] {
@@ -56,18 +61,17 @@ func queueAhead[T any](p *Pipeline, collect func(pgx.Rows, error) (T, error), sq
 	return r
 }
 
-// send sends the statements ahead and one more (main, nil for none) in one pipeline, reads the
-// results of those ahead and returns the results, positioned at main's.
-func (p *Pipeline) send(ctx context.Context, main *pgx.QueuedQuery) pgx.BatchResults {
+// send sends the statements ahead and then more (none, one, or a caller's batch) in one
+// pipeline, reads the results of those ahead and returns the results, positioned at the first of
+// more.
+func (p *Pipeline) send(ctx context.Context, more ...*pgx.QueuedQuery) pgx.BatchResults {
 	ahead := p.ahead
 	p.ahead = nil
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(ahead)+1)}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(ahead)+len(more))}
 	for _, s := range ahead {
 		b.QueuedQueries = append(b.QueuedQueries, &pgx.QueuedQuery{SQL: s.sql, Arguments: s.args})
 	}
-	if main != nil {
-		b.QueuedQueries = append(b.QueuedQueries, main)
-	}
+	b.QueuedQueries = append(b.QueuedQueries, more...)
 	br := p.conn.SendBatch(ctx, b)
 	for _, s := range ahead {
 		s.read(br)
@@ -80,7 +84,7 @@ func (p *Pipeline) flush(ctx context.Context) error {
 	if len(p.ahead) == 0 {
 		return nil
 	}
-	return p.send(ctx, nil).Close()
+	return p.send(ctx).Close()
 }
 
 // ownMode reports a statement that names its own QueryExecMode: it cannot join a pipeline (a
@@ -143,18 +147,7 @@ func (p *Pipeline) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	if len(p.ahead) == 0 {
 		return p.conn.SendBatch(ctx, b)
 	}
-	ahead := p.ahead
-	p.ahead = nil
-	withAhead := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(ahead)+b.Len())}
-	for _, s := range ahead {
-		withAhead.QueuedQueries = append(withAhead.QueuedQueries, &pgx.QueuedQuery{SQL: s.sql, Arguments: s.args})
-	}
-	withAhead.QueuedQueries = append(withAhead.QueuedQueries, b.QueuedQueries...)
-	br := p.conn.SendBatch(ctx, withAhead)
-	for _, s := range ahead {
-		s.read(br)
-	}
-	return br
+	return p.send(ctx, b.QueuedQueries...)
 }
 
 // PipelinedTx is a transaction on one pooled connection, two round trips shorter than pgx's
