@@ -475,9 +475,9 @@ func TestDeployThroughTheAPIWithTwoWorkers(t *testing.T) {
 }
 
 // TestRevocationReachesEveryAPIProcessAtOnce: each `occ api` process reuses authorization
-// decisions while the policy is unchanged (decision 42). With two processes that have both
-// decided a service key's reads, a binding removed or a key revoked through one is refused by
-// the very next request on the other.
+// decisions while the policy is unchanged (decision 42) and remembers the service keys it admitted
+// (decision 48). With two processes that have both decided a service key's reads, a binding
+// removed or a key revoked through one is refused by the very next request on the other.
 func TestRevocationReachesEveryAPIProcessAtOnce(t *testing.T) {
 	t.Parallel()
 	inst := bootstrapped(t)
@@ -535,6 +535,8 @@ func TestRevocationReachesEveryAPIProcessAtOnce(t *testing.T) {
 	bind()
 	readAll(200)
 
+	// Both processes remember the key (decision 48); each still refuses it at its next request.
 	do(200, admin, "DELETE", "/api/auth/service-keys/"+issued["id"].(string), nil)
 	do(401, reader(other), "GET", ns, nil)
+	do(401, reader(admin), "GET", ns, nil)
 }

@@ -24,7 +24,11 @@ type call struct {
 	query     map[string]string
 	body      json.RawMessage // canonical, schema-valid JSON
 
-	cred     auth.Credential
+	cred auth.Credential
+	// keyAhead is the hash of a remembered service key (cred) not yet confirmed; keyRead is its
+	// read, sent with the identity lookup (decision 48).
+	keyAhead []byte
+	keyRead  *store.Pending[store.ServiceKey]
 	identity *iam.Identity
 	// db runs the route's statements: its transaction (TxWrite) or a read-only connection (TxRead);
 	// pipe is the same connection, to send reads ahead of the next statement.
@@ -169,6 +173,9 @@ func (c *call) admitIdentity(ctx context.Context) error {
 		nsRead = store.GetNamespaceAhead(c.pipe, c.params["namespaceId"], route.NamespaceLock)
 	}
 	ident, err := c.iam.LookupIdentity(ctx, c.cred.IdentityLookup(c.s.installation.ID))
+	if err := c.confirmKey(ctx); err != nil {
+		return err
+	}
 	switch {
 	case errors.Is(err, iam.ErrAmbiguousIdentity), errors.Is(err, iam.ErrPolicyInvalid), errors.Is(err, iam.ErrInvalidLookup):
 		return c.deny(nil, "identity invalid", "IDENTITY_UNRESOLVED")
@@ -212,6 +219,27 @@ func (c *call) admitIdentity(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// confirmKey judges the remembered service key whose read travelled with the identity lookup: a
+// key no longer live is refused (401) before anything the lookup found is used.
+func (c *call) confirmKey(ctx context.Context) error {
+	if c.keyRead == nil {
+		return nil
+	}
+	key, err := c.keyRead.Result(ctx)
+	remembered := c.cred.Key
+	cred, err := c.s.admitter.ConfirmKey(c.keyAhead, key, err)
+	c.keyAhead, c.keyRead = nil, nil
+	if err != nil {
+		return admissionProblem(err)
+	}
+	// A key's row never changes while it lives; the identity lookup relied on that.
+	if cred.Key.ServicePrincipalID != remembered.ServicePrincipalID || !sameScope(cred.Key.NamespaceID, remembered.NamespaceID) {
+		return platform.Unavailable(errors.New("api: a remembered service key's row changed"))
+	}
+	c.cred = cred
 	return nil
 }
 

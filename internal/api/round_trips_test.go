@@ -12,6 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openclaw/occ/internal/api"
+	"github.com/openclaw/occ/internal/auth"
+	"github.com/openclaw/occ/internal/iam"
+	"github.com/openclaw/occ/internal/platform"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -76,11 +79,11 @@ func tracedPool(t *testing.T, cfg *pgxpool.Config, log *statementLog) *pgxpool.P
 	return pool
 }
 
-// An authorized read is two round trips: the service key, then the path Namespace with the
-// identity and the policy epoch in one pipeline (decision 47). No BEGIN and no COMMIT (decision
-// 45); the policy itself is read only while no decision made under the current epoch is at hand
-// (decision 42).
-func TestAuthorizedReadIsTwoRoundTrips(t *testing.T) {
+// An authorized read with a service key this process admitted before is one round trip: the key,
+// the path Namespace, the identity and the policy epoch in one pipeline (decisions 47, 48). No
+// BEGIN and no COMMIT (decision 45); the policy itself is read only while no decision made under
+// the current epoch is at hand (decision 42).
+func TestAuthorizedReadIsOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	e, log := newTracedEnv(t)
 	path := "/namespaces/" + e.defaultNS
@@ -89,17 +92,80 @@ func TestAuthorizedReadIsTwoRoundTrips(t *testing.T) {
 	e.expect(e.admin("GET", path, nil), 200)
 	sent := log.take()
 	all := strings.Join(sent, "\n")
-	if len(sent) != 2 || !strings.Contains(sent[0], "FROM occ.service_keys") ||
-		!strings.HasPrefix(sent[1], "batch:\n  SELECT n.id") || !strings.Contains(sent[1], "occ.iam_identities i ON i.id") {
-		t.Fatalf("GET %s: want the credential, then the Namespace with the identity in one pipeline:\n%s", path, all)
+	if len(sent) != 1 || !strings.HasPrefix(sent[0], "batch:\n  SELECT k.id") || !strings.Contains(sent[0], "FROM occ.namespaces n") ||
+		!strings.Contains(sent[0], "occ.iam_identities i ON i.id") {
+		t.Fatalf("GET %s: want the key, the Namespace and the identity in one pipeline:\n%s", path, all)
 	}
 	if strings.Contains(strings.ToLower(all), "begin") || strings.Contains(strings.ToLower(all), "commit") {
 		t.Errorf("GET %s opened a transaction:\n%s", path, all)
 	}
 }
 
-// A write route's BEGIN and path Namespace travel with its identity lookup, and its audit row with
-// its COMMIT: a deploy is eleven round trips, fourteen before (decisions 46, 47).
+// A remembered service key is read again by every request: once expired or revoked, it is refused
+// (401) by the next request, before a refusal of the request itself (400) and before its
+// identity, its Namespace or its transaction answer anything (decision 48).
+func TestRememberedKeyIsConfirmedByEveryRequest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	reader := e.newServicePrincipal("")
+	e.grant(reader.id, "", "", "", perm("read", iam.KindNamespace), perm("read", iam.KindAgent),
+		perm("create", iam.KindConfiguration))
+	ns, agents := "/namespaces/"+e.defaultNS, "/namespaces/"+e.defaultNS+"/agents"
+	configurations := ns + "/configurations"
+	missing := "/namespaces/" + platform.NewID(platform.PrefixNamespace)
+	get := func(path string) resp { return e.do(reader.apply(req{method: "GET", path: path})) }
+	create := func(body any) resp { return e.do(reader.apply(req{method: "POST", path: configurations, body: body})) }
+	valid := map[string]any{"kind": "agent", "values": map[string]any{}}
+	e.expect(get(ns), 200)
+	e.expect(get(agents), 200)
+	if r := get(agents + "?limit=abc"); r.status != 400 {
+		t.Fatalf("a bad query with a live key: %d, want 400", r.status)
+	}
+	if r := get(missing); r.status != 404 {
+		t.Fatalf("a missing Namespace with a live key: %d, want 404", r.status)
+	}
+	e.expect(create(valid), 201)
+	if r := create(map[string]any{"kind": 7}); r.status != 400 {
+		t.Fatalf("a bad body with a live key: %d, want 400", r.status)
+	}
+	created := e.count(`SELECT count(*) FROM occ.configurations`)
+
+	// Each probe finds the key remembered (a refused key is forgotten), then expired.
+	hash := auth.HashServiceKey(reader.key)
+	expired := func() {
+		t.Helper()
+		e.exec(`UPDATE occ.service_keys SET expires_at = clock_timestamp() + interval '1 hour' WHERE key_hash = $1`, hash)
+		e.expect(get(ns), 200)
+		e.exec(`UPDATE occ.service_keys SET created_at = clock_timestamp() - interval '2 hours',
+  expires_at = clock_timestamp() - interval '1 second' WHERE key_hash = $1`, hash)
+	}
+	for _, path := range []string{ns, agents, agents + "?limit=abc", missing} {
+		expired()
+		if r := get(path); r.status != 401 || r.errCode() != "UNAUTHENTICATED" {
+			t.Errorf("GET %s with an expired key: %d %s, want 401", path, r.status, r.errCode())
+		}
+	}
+	for _, body := range []any{valid, map[string]any{"kind": 7}} {
+		expired()
+		if r := create(body); r.status != 401 {
+			t.Errorf("POST %s %v with an expired key: %d, want 401", configurations, body, r.status)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM occ.configurations`); n != created {
+		t.Errorf("an expired key created a Configuration: %d, want %d", n, created)
+	}
+
+	expired()
+	e.exec(`UPDATE occ.service_keys SET expires_at = clock_timestamp() + interval '1 hour' WHERE key_hash = $1`, hash)
+	e.expect(get(ns), 200)
+	e.exec(`DELETE FROM occ.service_keys WHERE key_hash = $1`, hash)
+	if r := get(ns); r.status != 401 {
+		t.Errorf("GET %s with a revoked key: %d, want 401", ns, r.status)
+	}
+}
+
+// A write route's BEGIN, service key and path Namespace travel with its identity lookup, and its
+// audit row with its COMMIT: a deploy is ten round trips, fourteen before (decisions 46 to 48).
 func TestWriteRouteSendsBeginAndCommitWithStatements(t *testing.T) {
 	t.Parallel()
 	e, log := newTracedEnv(t)
@@ -113,15 +179,15 @@ func TestWriteRouteSendsBeginAndCommitWithStatements(t *testing.T) {
 	e.expect(e.admin("POST", base+"/agents/"+agent+"/deploy", nil), 202)
 	sent := log.take()
 	all := strings.Join(sent, "\n")
-	first, last := sent[1], sent[len(sent)-1]
-	if !strings.HasPrefix(first, "batch:\n  BEGIN\n  SELECT n.id") || !strings.Contains(first, "FOR SHARE\n  SELECT i.id") {
-		t.Errorf("the transaction's first round trip is not BEGIN, the Namespace and the identity lookup:\n%s", first)
+	first, last := sent[0], sent[len(sent)-1]
+	if !strings.HasPrefix(first, "batch:\n  BEGIN\n  SELECT k.id") || !strings.Contains(first, "FOR SHARE\n  SELECT i.id") {
+		t.Errorf("the transaction's first round trip is not BEGIN, the key, the Namespace and the identity lookup:\n%s", first)
 	}
 	if !strings.HasPrefix(last, "batch:\n  INSERT INTO occ.audit_events") || !strings.HasSuffix(last, "\n  COMMIT") {
 		t.Errorf("the transaction's last round trip is not its audit row with COMMIT:\n%s", last)
 	}
-	if len(sent) != 11 {
-		t.Errorf("a deploy made %d round trips, want 11:\n%s", len(sent), all)
+	if len(sent) != 10 {
+		t.Errorf("a deploy made %d round trips, want 10:\n%s", len(sent), all)
 	}
 	if n := e.count(`SELECT count(*) FROM occ.audit_events WHERE action = $1`, api.ActionAgentsDeploy); n != 2 {
 		t.Errorf("%d deploy audit events, want 2", n)

@@ -331,28 +331,73 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 		return perr
 	}
 
-	cred, err := s.admitter.Admit(ctx, s.pool, r, route.Auth)
+	// A remembered service key is confirmed by the route's first round trip (decision 48); an
+	// answer decided before it confirms the key first, so a refused key is still the 401 that
+	// Admit would have answered before anything else.
+	if cred, hash, ok := s.rememberedKey(c); ok {
+		c.cred, c.keyAhead = cred, hash
+		err := s.admitted(ctx, c, body)
+		if err != nil && c.keyAhead != nil {
+			if aerr := s.admit(ctx, c); aerr != nil {
+				return aerr
+			}
+		}
+		return err
+	}
+	if err := s.admit(ctx, c); err != nil {
+		return err
+	}
+	return s.admitted(ctx, c, body)
+}
+
+// rememberedKey is the request's remembered service key (auth.Admitter.RememberedKey) on a route
+// that resolves an identity in its transaction or read: the key's read then travels with the
+// identity lookup.
+func (s *Server) rememberedKey(c *call) (auth.Credential, []byte, bool) {
+	if c.route.Tx == TxNone || c.route.Scope == ScopeNone {
+		return auth.Credential{}, nil, false
+	}
+	return s.admitter.RememberedKey(c.r, c.route.Auth)
+}
+
+// admit admits the request's credential (auth.Admitter.Admit) into c.cred.
+func (s *Server) admit(ctx context.Context, c *call) error {
+	cred, err := s.admitter.Admit(ctx, s.pool, c.r, c.route.Auth)
+	c.keyAhead = nil
 	var ended *auth.SessionEndedError
 	if errors.As(err, &ended) {
 		if err := s.endSession(ctx, c, ended); err != nil {
 			return err
 		}
-		if route.Auth == auth.ModeSessionOptional {
+		if c.route.Auth == auth.ModeSessionOptional {
 			err = nil
 		} else {
 			err = &auth.AdmissionError{Message: "The session ended: its sign-in provider is no longer configured."}
 		}
 	}
 	if err != nil {
-		var ae *auth.AdmissionError
-		if errors.As(err, &ae) && ae.Forbidden {
-			return platform.NewError(platform.CodeForbidden, ae.Message)
-		} else if errors.As(err, &ae) {
-			return platform.NewError(platform.CodeUnauthenticated, ae.Message)
-		}
-		return platform.Unavailable(err)
+		return admissionProblem(err)
 	}
 	c.cred = cred
+	return nil
+}
+
+// admissionProblem is the answer to a refused credential (401, or 403) or a storage failure (503).
+func admissionProblem(err error) error {
+	var ae *auth.AdmissionError
+	if errors.As(err, &ae) && ae.Forbidden {
+		return platform.NewError(platform.CodeForbidden, ae.Message)
+	} else if errors.As(err, &ae) {
+		return platform.NewError(platform.CodeUnauthenticated, ae.Message)
+	}
+	return platform.Unavailable(err)
+}
+
+// admitted runs the rest of the pipeline for an admitted credential c.cred: the credential kind
+// and Origin rules, query and body validation, then the route's handler, in its transaction.
+func (s *Server) admitted(ctx context.Context, c *call, body []byte) error {
+	route, r := c.route, c.r
+	cred := c.cred
 	if route.RefusesCLISession && cred.Kind == auth.KindCLISession {
 		return platform.NewError(platform.CodeForbidden, "This operation requires a signed-in browser session or a service key.")
 	}
@@ -375,6 +420,7 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 		}
 	}
 
+	var perr *platform.Error
 	if route.OpenQuery {
 		c.query = map[string]string{}
 	} else if c.query, perr = decodeQuery(r.URL.RawQuery, route.Query); perr != nil {
@@ -389,6 +435,9 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 	}
 	run := func(db store.DBTX) error {
 		c.bind(db)
+		if c.keyAhead != nil {
+			c.keyRead = store.GetLiveServiceKeyAhead(c.pipe, c.keyAhead)
+		}
 		if route.Scope != ScopeNone {
 			if err := c.admitIdentity(ctx); err != nil {
 				return err
@@ -396,6 +445,7 @@ func (s *Server) handle(ctx context.Context, c *call) error {
 		}
 		return route.Handler(s, ctx, c)
 	}
+	var err error
 	if route.Tx == TxRead {
 		err = s.read(ctx, run)
 	} else {

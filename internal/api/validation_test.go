@@ -213,6 +213,7 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Fatalf("metered %s", got)
 	}
 	e.app.Close()
+	e.appRead.Close()
 	if r := e.do(req{method: "GET", path: "/readyz"}); r.status != 503 || r.errCode() != "DEPENDENCY_UNAVAILABLE" {
 		t.Fatalf("readyz without the database: %d %s", r.status, r.raw)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 
 	"github.com/openclaw/occ/internal/iam"
 	"github.com/openclaw/occ/internal/store"
@@ -134,6 +135,8 @@ type Admitter struct {
 	// Providers holds the configured external provider instances: a session signed in with any
 	// other instance has ended.
 	Providers map[string]bool
+
+	keys keyMemory
 }
 
 // Admit applies the credential precedence for a route admitting mode:
@@ -161,19 +164,12 @@ func (a *Admitter) Admit(ctx context.Context, db store.DBTX, r *http.Request, mo
 		if mode == ModeSession {
 			return Credential{}, refuse(msgKeyOnHumanRoute)
 		}
-		if len(keys) != 1 || keys[0] == "" || len(keys[0]) > 512 {
+		hash, ok := keyHash(keys)
+		if !ok {
 			return Credential{}, refuse(msgKeyInvalid)
 		}
-		key, err := store.GetLiveServiceKey(ctx, db, HashServiceKey(keys[0]))
-		if errors.Is(err, store.ErrNotFound) {
-			return Credential{}, refuse(msgKeyInvalid)
-		} else if err != nil {
-			return Credential{}, err
-		}
-		if key.InstallationID != a.InstallationID {
-			return Credential{}, refuse(msgKeyInvalid)
-		}
-		return Credential{Kind: KindServiceKey, Key: key}, nil
+		key, err := store.GetLiveServiceKey(ctx, db, hash)
+		return a.ConfirmKey(hash, key, err)
 	}
 
 	var tokens []string
@@ -216,6 +212,96 @@ func (a *Admitter) Admit(ctx context.Context, db store.DBTX, r *http.Request, mo
 		}
 	}
 	return Credential{Kind: KindSession, Session: session}, nil
+}
+
+// keyHash is the hash of a presented x-api-key; false when it cannot name a key (blank,
+// duplicated, too long).
+func keyHash(keys []string) ([]byte, bool) {
+	if len(keys) != 1 || keys[0] == "" || len(keys[0]) > 512 {
+		return nil, false
+	}
+	return HashServiceKey(keys[0]), true
+}
+
+// RememberedKey returns, without reading storage, the credential of a request whose credential is
+// its service key (Admit's precedence, mode ModeAny) when this process admitted that key before.
+// A service key row never changes while it lives, so the remembered credential names the key's
+// ServicePrincipal and scope; whether the key still lives is not known until the caller confirms
+// it with ConfirmKey on GetLiveServiceKey(hash), before acting on the credential (decision 48).
+// ok is false when Admit must decide.
+func (a *Admitter) RememberedKey(r *http.Request, mode Mode) (cred Credential, hash []byte, ok bool) {
+	if mode != ModeAny {
+		return Credential{}, nil, false
+	}
+	if _, present := r.Header["Authorization"]; present {
+		return Credential{}, nil, false
+	}
+	if _, present := r.Header[http.CanonicalHeaderKey(CLISessionHeader)]; present {
+		return Credential{}, nil, false
+	}
+	hash, ok = keyHash(r.Header[http.CanonicalHeaderKey(APIKeyHeader)])
+	if !ok {
+		return Credential{}, nil, false
+	}
+	key, ok := a.keys.get(hash)
+	if !ok {
+		return Credential{}, nil, false
+	}
+	return Credential{Kind: KindServiceKey, Key: key}, hash, true
+}
+
+// ConfirmKey judges the result of GetLiveServiceKey(hash): the key's credential, a refusal (unknown,
+// expired, revoked or another Installation's key), or err as is (a storage failure). A confirmed
+// key is remembered for RememberedKey; a refused one is forgotten.
+func (a *Admitter) ConfirmKey(hash []byte, key store.ServiceKey, err error) (Credential, error) {
+	if errors.Is(err, store.ErrNotFound) {
+		a.keys.forget(hash)
+		return Credential{}, refuse(msgKeyInvalid)
+	} else if err != nil {
+		return Credential{}, err
+	}
+	if key.InstallationID != a.InstallationID {
+		return Credential{}, refuse(msgKeyInvalid)
+	}
+	a.keys.remember(hash, key)
+	return Credential{Kind: KindServiceKey, Key: key}, nil
+}
+
+// keyMemory maps the hashes of admitted service keys to their rows, up to keyMemoryLimit keys;
+// when full, remembering a new key forgets an arbitrary one.
+type keyMemory struct {
+	mu   sync.Mutex
+	rows map[string]store.ServiceKey
+}
+
+const keyMemoryLimit = 4096
+
+func (m *keyMemory) get(hash []byte) (store.ServiceKey, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key, ok := m.rows[string(hash)]
+	return key, ok
+}
+
+func (m *keyMemory) remember(hash []byte, key store.ServiceKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rows == nil {
+		m.rows = map[string]store.ServiceKey{}
+	}
+	if _, known := m.rows[string(hash)]; !known && len(m.rows) >= keyMemoryLimit {
+		for h := range m.rows {
+			delete(m.rows, h)
+			break
+		}
+	}
+	m.rows[string(hash)] = key
+}
+
+func (m *keyMemory) forget(hash []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.rows, string(hash))
 }
 
 // admitCLISession admits x-occ-cli-session: never on browser-only routes (403), never together

@@ -75,25 +75,33 @@ SELECT a.id, a.email, a.name, a.principal_id, a.disabled, p.password_hash
 
 const serviceKeyColumns = `k.id, k.start, k.service_principal_id, k.installation_id, k.namespace_id, k.name, k.created_by, k.expires_at`
 
-func scanServiceKey(r pgx.Row) (ServiceKey, error) {
+func scanServiceKey(r pgx.CollectableRow) (ServiceKey, error) {
 	var k ServiceKey
 	err := r.Scan(&k.ID, &k.Start, &k.ServicePrincipalID, &k.InstallationID, &k.NamespaceID, &k.Name, &k.CreatedBy, &k.ExpiresAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ServiceKey{}, ErrNotFound
-	}
 	return k, err
 }
+
+const getLiveServiceKeySQL = `SELECT ` + serviceKeyColumns + ` FROM occ.service_keys k
+ WHERE k.key_hash = $1 AND k.expires_at > clock_timestamp()`
 
 // GetLiveServiceKey finds the unexpired key whose plaintext hashes to keyHash; ErrNotFound
 // otherwise (unknown, expired or revoked: revocation deletes the row).
 func GetLiveServiceKey(ctx context.Context, db DBTX, keyHash []byte) (ServiceKey, error) {
-	return scanServiceKey(db.QueryRow(ctx, `SELECT `+serviceKeyColumns+` FROM occ.service_keys k
- WHERE k.key_hash = $1 AND k.expires_at > clock_timestamp()`, keyHash))
+	rows, err := db.Query(ctx, getLiveServiceKeySQL, keyHash)
+	return oneRow(rows, err, scanServiceKey)
+}
+
+// GetLiveServiceKeyAhead is GetLiveServiceKey sent in front of p's next statement (decision 48).
+func GetLiveServiceKeyAhead(p *Pipeline, keyHash []byte) *Pending[ServiceKey] {
+	return queueAhead(p, func(rows pgx.Rows, err error) (ServiceKey, error) {
+		return oneRow(rows, err, scanServiceKey)
+	}, getLiveServiceKeySQL, keyHash)
 }
 
 // GetServiceKey reads a key by id (expired or not); ErrNotFound when absent.
 func GetServiceKey(ctx context.Context, db DBTX, id string) (ServiceKey, error) {
-	return scanServiceKey(db.QueryRow(ctx, `SELECT `+serviceKeyColumns+` FROM occ.service_keys k WHERE k.id = $1`, id))
+	rows, err := db.Query(ctx, `SELECT `+serviceKeyColumns+` FROM occ.service_keys k WHERE k.id = $1`, id)
+	return oneRow(rows, err, scanServiceKey)
 }
 
 // IssueServiceKey stores a key by its hash with a lifetime counted from the transaction's start and
