@@ -99,9 +99,9 @@ func (c *call) bind(db store.DBTX) {
 		c.pipe = db
 	}
 	c.iam = iam.NewNative(c.s.cfg.IAMDriverID, iam.StoreSource{DB: db})
-	// Only a read-only route reuses decisions: a route that writes may change the policy and
-	// authorize again in the same transaction, which must see its own change.
-	if c.route.Tx == TxRead {
+	// A route that changes the policy may authorize again in the same transaction, which must see
+	// its own change: only reads and the write routes that keep the policy reuse decisions.
+	if c.route.Tx == TxRead || c.route.KeepsPolicy {
 		c.iam = c.iam.WithCache(c.s.decisions)
 	}
 }

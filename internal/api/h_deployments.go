@@ -157,19 +157,25 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	rev, err := store.InsertRevision(ctx, c.db, store.InsertRevisionParams{
-		NamespaceID: a.NamespaceID, AgentID: a.ID, ID: platform.NewID(platform.PrefixRevision), Spec: raw})
+	// The revision, the desired state and the work go in one round trip; a failure skips what
+	// follows it, so the first failure is the one reported.
+	revID := platform.NewID(platform.PrefixRevision)
+	inserted := store.InsertRevisionAhead(c.pipe, store.InsertRevisionParams{
+		NamespaceID: a.NamespaceID, AgentID: a.ID, ID: revID, Spec: raw})
+	desired := store.SetAgentDesiredStateAhead(c.pipe, store.SetAgentDesiredStateParams{
+		NamespaceID: a.NamespaceID, AgentID: a.ID, State: platform.RuntimeRunning})
+	key := platform.RevisionWorkKey(revID)
+	queued := enqueue(ctx, c, queue.EnqueueWork{Key: key, NamespaceID: a.NamespaceID, ActorID: c.actorID(),
+		AgentID: &a.ID, RevisionID: &revID})
+	rev, err := inserted.Result(ctx)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	if _, err := store.SetAgentDesiredState(ctx, c.db, store.SetAgentDesiredStateParams{
-		NamespaceID: a.NamespaceID, AgentID: a.ID, State: platform.RuntimeRunning}); err != nil {
+	if _, err := desired.Result(ctx); err != nil {
 		return platform.Unavailable(err)
 	}
-	key := platform.RevisionWorkKey(rev.ID)
-	if err := enqueue(ctx, c, queue.EnqueueWork{Key: key, NamespaceID: a.NamespaceID, ActorID: c.actorID(),
-		AgentID: &a.ID, RevisionID: &rev.ID}); err != nil {
-		return err
+	if queued != nil {
+		return queued
 	}
 	details := map[string]any{"revisionId": rev.ID, "revision": rev.Number, "workId": key,
 		"configurationId": cfg.ID, "configurationGeneration": cfg.Generation, "harnessAuthMethod": ha.Method,

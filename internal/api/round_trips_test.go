@@ -165,7 +165,9 @@ func TestRememberedKeyIsConfirmedByEveryRequest(t *testing.T) {
 }
 
 // A write route's BEGIN, service key and path Namespace travel with its identity lookup, and its
-// audit row with its COMMIT: a deploy is ten round trips, fourteen before (decisions 46 to 48).
+// audit row with its COMMIT; a deploy reuses the decisions of the deploy before (it keeps the
+// policy) and sends its revision, desired state and work together: six round trips, fourteen
+// before (decisions 46 to 49).
 func TestWriteRouteSendsBeginAndCommitWithStatements(t *testing.T) {
 	t.Parallel()
 	e, log := newTracedEnv(t)
@@ -180,14 +182,14 @@ func TestWriteRouteSendsBeginAndCommitWithStatements(t *testing.T) {
 	sent := log.take()
 	all := strings.Join(sent, "\n")
 	first, last := sent[0], sent[len(sent)-1]
-	if !strings.HasPrefix(first, "batch:\n  BEGIN\n  SELECT k.id") || !strings.Contains(first, "FOR SHARE\n  SELECT i.id") {
+	if !strings.HasPrefix(first, "batch:\n  BEGIN\n  SELECT set_config('occ.iam_policy_kept', 'on', true)\n  SELECT k.id") || !strings.Contains(first, "FOR SHARE\n  SELECT e.epoch, i.id") {
 		t.Errorf("the transaction's first round trip is not BEGIN, the key, the Namespace and the identity lookup:\n%s", first)
 	}
 	if !strings.HasPrefix(last, "batch:\n  INSERT INTO occ.audit_events") || !strings.HasSuffix(last, "\n  COMMIT") {
 		t.Errorf("the transaction's last round trip is not its audit row with COMMIT:\n%s", last)
 	}
-	if len(sent) != 10 {
-		t.Errorf("a deploy made %d round trips, want 10:\n%s", len(sent), all)
+	if len(sent) != 6 {
+		t.Errorf("a deploy made %d round trips, want 6:\n%s", len(sent), all)
 	}
 	if n := e.count(`SELECT count(*) FROM occ.audit_events WHERE action = $1`, api.ActionAgentsDeploy); n != 2 {
 		t.Errorf("%d deploy audit events, want 2", n)
@@ -227,5 +229,29 @@ func TestReadRoutesTakeNoRowLocks(t *testing.T) {
 		if r.Tx == api.TxRead && r.NamespaceLock != store.NoLock {
 			t.Errorf("%s %s is a read route with a Namespace row lock", r.Method, r.Path)
 		}
+	}
+}
+
+// A route that keeps the policy reuses decisions, and a revocation still takes effect at the next
+// request: a caller whose grant is removed between two deploys of the same Agent is refused the
+// second (decisions 42, 49).
+func TestKeptPolicyRouteRefusesAtOnceAfterRevocation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ns := e.readyNamespace("kept")
+	base := "/namespaces/" + ns
+	cfg := e.expect(e.admin("POST", base+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}}), 201).data()["id"].(string)
+	agent := e.expect(e.admin("POST", base+"/agents", map[string]any{"name": "kept", "configurationId": cfg,
+		"harnessAuth": map[string]any{"method": "runtime"}}), 201).data()["id"].(string)
+	deployer := e.newServicePrincipal("")
+	binding := e.grant(deployer.id, "", "", "", perm(iam.ActionDeploy, iam.KindAgent), perm("read", iam.KindConfiguration))
+	deploy := func() resp {
+		return e.do(deployer.apply(req{method: "POST", path: base + "/agents/" + agent + "/deploy"}))
+	}
+	e.expect(deploy(), 202)
+	e.expect(deploy(), 202)
+	e.exec(`DELETE FROM occ.iam_access_bindings WHERE id = $1`, binding)
+	if r := deploy(); r.status != 403 {
+		t.Fatalf("a deploy after its grant was removed: %d, want 403", r.status)
 	}
 }

@@ -145,8 +145,11 @@ type Route struct {
 	// Statuses documents further error statuses (501, 504 of the runtime views; those upstream declares).
 	Statuses []int
 
-	Tx      TxMode
-	Handler func(s *Server, ctx context.Context, c *call) error
+	Tx TxMode
+	// KeepsPolicy marks a TxWrite route that never changes the IAM policy: its transaction reuses
+	// authorization decisions like a read, and PostgreSQL refuses it any policy change (decision 49).
+	KeepsPolicy bool
+	Handler     func(s *Server, ctx context.Context, c *call) error
 	// Unmetered routes are left out of the request metrics (health endpoints).
 	Unmetered bool
 }

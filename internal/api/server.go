@@ -449,7 +449,12 @@ func (s *Server) admitted(ctx context.Context, c *call, body []byte) error {
 	if route.Tx == TxRead {
 		err = s.read(ctx, run)
 	} else {
-		err = s.inTx(ctx, func(tx *store.PipelinedTx) error { return run(tx) })
+		err = s.inTx(ctx, func(tx *store.PipelinedTx) error {
+			if route.KeepsPolicy {
+				tx.KeepPolicy()
+			}
+			return run(tx)
+		})
 	}
 	c.settle(ctx, err)
 	var d *denial

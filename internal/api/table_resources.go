@@ -499,14 +499,14 @@ var resourceRoutes = []*Route{
 			referenced(iam.ActionRead, iam.KindConfiguration, "the Agent's Configuration"),
 			referenced(iam.ActionRead, iam.KindServiceAccount, "a ServiceAccount harnessAuth source"),
 			referenced(iam.ActionOperate, iam.KindSecret, "every Secret the revision uses, for the caller and for the Agent's ServicePrincipal")},
-		PathParams: nsParams("agentId"), Conflict: true, Tx: TxWrite,
+		PathParams: nsParams("agentId"), Conflict: true, Tx: TxWrite, KeepsPolicy: true,
 		Success: http.StatusAccepted, Response: revisionSchema, Handler: (*Server).deployAgent,
 	},
 	{
 		Method: http.MethodPost, Path: "/namespaces/{namespaceId}/agents/{agentId}/stop", Action: ActionAgentsStop, OperationID: "stopAgent", Tag: "Agents",
 		Summary: "Stop the Agent (202, desired stopped; the worker stops its runtime).", Auth: auth.ModeAny, Scope: ScopeNamespace,
 		NamespaceLock: store.LockShare, Permissions: []Permission{exact(iam.ActionOperate, iam.KindAgent)},
-		PathParams: nsParams("agentId"), Conflict: true, Tx: TxWrite,
+		PathParams: nsParams("agentId"), Conflict: true, Tx: TxWrite, KeepsPolicy: true,
 		Success: http.StatusAccepted, Response: agentSchema, Handler: (*Server).stopAgent,
 	},
 	{

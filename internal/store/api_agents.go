@@ -92,9 +92,17 @@ type SetAgentDesiredStateParams struct {
 
 // SetAgentDesiredState sets desired_runtime_state and returns the Agent.
 func SetAgentDesiredState(ctx context.Context, db DBTX, p SetAgentDesiredStateParams) (AgentRow, error) {
-	return oneAgent(db.Query(ctx, `UPDATE occ.agents a SET desired_runtime_state = $3, updated_at = clock_timestamp()
- WHERE a.namespace_id = $1 AND a.id = $2 RETURNING `+agentColumns, p.NamespaceID, p.AgentID, p.State))
+	return oneAgent(db.Query(ctx, setAgentDesiredStateSQL, p.NamespaceID, p.AgentID, p.State))
 }
+
+// SetAgentDesiredStateAhead is SetAgentDesiredState sent in front of pipe's next statement
+// (decision 47).
+func SetAgentDesiredStateAhead(pipe *Pipeline, p SetAgentDesiredStateParams) *Pending[AgentRow] {
+	return queueAhead(pipe, oneAgent, setAgentDesiredStateSQL, p.NamespaceID, p.AgentID, p.State)
+}
+
+const setAgentDesiredStateSQL = `UPDATE occ.agents a SET desired_runtime_state = $3, updated_at = clock_timestamp()
+ WHERE a.namespace_id = $1 AND a.id = $2 RETURNING ` + agentColumns
 
 // MarkAgentDeleting moves an Agent to deleting with desired state stopped and returns it.
 func MarkAgentDeleting(ctx context.Context, db DBTX, namespaceID, id string) (AgentRow, error) {

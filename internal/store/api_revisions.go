@@ -37,11 +37,20 @@ type InsertRevisionParams struct {
 // InsertRevision writes the next revision of an Agent (number = highest + 1). The caller holds the
 // Agent's row lock, so numbers are assigned one at a time.
 func InsertRevision(ctx context.Context, db DBTX, p InsertRevisionParams) (RevisionRow, error) {
-	rows, err := db.Query(ctx, `INSERT INTO occ.agent_revisions AS r (namespace_id, agent_id, id, revision_number, admitted_spec)
-SELECT $1, $2, $3, COALESCE(max(x.revision_number), 0) + 1, $4::jsonb FROM occ.agent_revisions x WHERE x.agent_id = $2
-RETURNING `+revisionColumns, p.NamespaceID, p.AgentID, p.ID, string(p.Spec))
+	rows, err := db.Query(ctx, insertRevisionSQL, p.NamespaceID, p.AgentID, p.ID, string(p.Spec))
 	return oneRow(rows, err, scanRevision)
 }
+
+// InsertRevisionAhead is InsertRevision sent in front of pipe's next statement (decision 47).
+func InsertRevisionAhead(pipe *Pipeline, p InsertRevisionParams) *Pending[RevisionRow] {
+	return queueAhead(pipe, func(rows pgx.Rows, err error) (RevisionRow, error) {
+		return oneRow(rows, err, scanRevision)
+	}, insertRevisionSQL, p.NamespaceID, p.AgentID, p.ID, string(p.Spec))
+}
+
+const insertRevisionSQL = `INSERT INTO occ.agent_revisions AS r (namespace_id, agent_id, id, revision_number, admitted_spec)
+SELECT $1, $2, $3, COALESCE(max(x.revision_number), 0) + 1, $4::jsonb FROM occ.agent_revisions x WHERE x.agent_id = $2
+RETURNING ` + revisionColumns
 
 // GetRevisionParams name a revision of an Agent.
 type GetRevisionParams struct {

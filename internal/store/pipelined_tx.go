@@ -171,6 +171,15 @@ func NewPipelinedTx(conn *pgxpool.Conn) *PipelinedTx {
 	return t
 }
 
+// KeepPolicy makes the transaction one that keeps the IAM policy (decision 49): it is sent with
+// BEGIN, and from then on PostgreSQL refuses the transaction any change to the policy tables
+// (migration 0016), so decisions made under the policy epoch it read stay true until it ends.
+// Call it before the first statement.
+func (t *PipelinedTx) KeepPolicy() {
+	t.ahead = append(t.ahead, aheadStatement{sql: `SELECT set_config('occ.iam_policy_kept', 'on', true)`,
+		read: func(br pgx.BatchResults) { _, _ = br.Exec() }})
+}
+
 // CommitError is the error of a transaction's commit pipeline: CommitChangedNothing tells
 // whether it may have committed.
 type CommitError struct{ Err error }

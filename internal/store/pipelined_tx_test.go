@@ -200,3 +200,37 @@ func TestPipelineReadsAhead(t *testing.T) {
 		t.Fatalf("read ahead alone: %d, %v", n, err)
 	}
 }
+
+// A transaction that keeps the IAM policy is refused any change to a policy table, even one that
+// touches no row; the transactions after it, which do not keep it, are not (decision 49,
+// migration 0016).
+func TestKeptPolicyRefusesPolicyChanges(t *testing.T) {
+	pool := pgtest.New(t).App(t)
+	changes := []string{
+		`DELETE FROM occ.iam_access_bindings WHERE false`,
+		`DELETE FROM occ.iam_roles WHERE false`,
+		`DELETE FROM occ.iam_restrictions WHERE false`,
+		`INSERT INTO occ.iam_identities (id, kind) SELECT 'spn_x', 'service_principal' WHERE false`,
+	}
+	for _, sql := range changes {
+		err := withPipelinedTx(t, pool, func(conn *pgxpool.Conn, tx *store.PipelinedTx) {
+			tx.KeepPolicy()
+			if _, err := tx.Exec(context.Background(), `SELECT 1`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(context.Background(), sql); err == nil {
+				t.Errorf("%s: allowed in a transaction that keeps the policy", sql)
+			}
+		})
+		if !errors.Is(err, pgx.ErrTxCommitRollback) {
+			t.Errorf("%s: the commit answered %v, want a rollback", sql, err)
+		}
+		if err := withPipelinedTx(t, pool, func(_ *pgxpool.Conn, tx *store.PipelinedTx) {
+			if _, err := tx.Exec(context.Background(), sql); err != nil {
+				t.Errorf("%s, not kept: %v", sql, err)
+			}
+		}); err != nil {
+			t.Errorf("%s, not kept: commit: %v", sql, err)
+		}
+	}
+}
