@@ -82,8 +82,11 @@ func (s *Server) createNamespace(ctx context.Context, c *call) error {
 	if b.ExistingNamespace != nil && !s.cfg.AdoptsExistingNamespaces {
 		return platform.Conflict("The selected Compute Driver cannot adopt an existing namespace.")
 	}
+	// The Namespace travels with its work; when its insert fails, PostgreSQL skips the work's.
 	id := platform.NewID(platform.PrefixNamespace)
-	ns, err := store.InsertNamespace(ctx, c.db, id, b.Name, b.ExistingNamespace)
+	inserted := store.InsertNamespaceAhead(c.pipe, id, b.Name, b.ExistingNamespace)
+	workID, queued := enqueueNamespaceWork(ctx, c.db, id, c.actorID(), platform.NamespaceTargetReady)
+	ns, err := inserted.Result(ctx)
 	if err != nil {
 		if errors.Is(err, store.ErrDuplicate) {
 			if store.RefusedBy(err, store.ConstraintExistingNamespaceLive) {
@@ -93,9 +96,8 @@ func (s *Server) createNamespace(ctx context.Context, c *call) error {
 		}
 		return platform.Unavailable(err)
 	}
-	workID, err := enqueueNamespaceWork(ctx, c.db, id, c.actorID(), platform.NamespaceTargetReady)
-	if err != nil {
-		return err
+	if queued != nil {
+		return queued
 	}
 	presetIDs, err := s.seedNewNamespace(ctx, c, id)
 	if err != nil {

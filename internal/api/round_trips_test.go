@@ -255,3 +255,24 @@ func TestKeptPolicyRouteRefusesAtOnceAfterRevocation(t *testing.T) {
 		t.Fatalf("a deploy after its grant was removed: %d, want 403", r.status)
 	}
 }
+
+// Creating a Namespace keeps the policy and sends the Namespace with its work: three round trips,
+// eight before (decisions 46 to 49).
+func TestCreateNamespaceIsThreeRoundTrips(t *testing.T) {
+	t.Parallel()
+	e, log := newTracedEnv(t)
+	e.expect(e.admin("POST", "/namespaces", map[string]any{"name": "trips-one"}), 201)
+	log.take()
+	e.expect(e.admin("POST", "/namespaces", map[string]any{"name": "trips-two"}), 201)
+	sent := log.take()
+	if len(sent) != 3 || !strings.Contains(sent[1], "INSERT INTO occ.namespaces") || !strings.Contains(sent[1], "INSERT INTO occ.controller_work") {
+		t.Errorf("creating a Namespace made %d round trips, want 3, the second with the Namespace and its work:\n%s",
+			len(sent), strings.Join(sent, "\n"))
+	}
+	if r := e.admin("POST", "/namespaces", map[string]any{"name": "trips-two"}); r.status != 409 {
+		t.Errorf("a taken name: %d, want 409", r.status)
+	}
+	if n := e.count(`SELECT count(*) FROM occ.controller_work w JOIN occ.namespaces n ON n.id = w.namespace_id WHERE n.name LIKE 'trips-%'`); n != 2 {
+		t.Errorf("%d work items for the two Namespaces, want 2", n)
+	}
+}

@@ -375,7 +375,7 @@ var routeTable = append(append([]*Route{
 				When: "existingNamespace is set", Cond: func(c *call) bool { return c.bodyHas("existingNamespace") }},
 			referenced(iam.ActionCreate, iam.KindPreset, "the new Namespace's Presets, when the Installation has default Presets"),
 		},
-		Body: namespaceBody, Conflict: true, Tx: TxWrite, Statuses: upstreamNotFound,
+		Body: namespaceBody, Conflict: true, Tx: TxWrite, KeepsPolicy: true, Statuses: upstreamNotFound,
 		Success: http.StatusCreated, Response: namespaceSchema, Handler: (*Server).createNamespace,
 	},
 	{

@@ -41,13 +41,19 @@ func oneAgent(rows pgx.Rows, err error) (AgentRow, error) {
 // InsertAgent writes the Agent's own ServicePrincipal and the Agent (active, stopped, no revision).
 // A duplicate name in the Namespace is ErrDuplicate.
 func InsertAgent(ctx context.Context, db DBTX, a AgentRow) (AgentRow, error) {
-	if _, err := db.Exec(ctx, `INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id)
-VALUES ($1, 'service_principal', $2, $3)`, a.ServicePrincipalID, a.NamespaceID, a.ID); err != nil {
+	// One round trip: when the first insert fails, PostgreSQL skips the second.
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO occ.iam_identities (id, kind, namespace_id, agent_id)
+VALUES ($1, 'service_principal', $2, $3)`, a.ServicePrincipalID, a.NamespaceID, a.ID)
+	b.Queue(`INSERT INTO occ.agents AS a (id, namespace_id, name, execution_mode, service_principal_id,
+  configuration_id, backend_id, harness_auth) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+agentColumns,
+		a.ID, a.NamespaceID, a.Name, a.ExecutionMode, a.ServicePrincipalID, a.ConfigurationID, a.BackendID, nullableRaw(a.HarnessAuth))
+	br := db.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
 		return AgentRow{}, classify(err)
 	}
-	return oneAgent(db.Query(ctx, `INSERT INTO occ.agents AS a (id, namespace_id, name, execution_mode, service_principal_id,
-  configuration_id, backend_id, harness_auth) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+agentColumns,
-		a.ID, a.NamespaceID, a.Name, a.ExecutionMode, a.ServicePrincipalID, a.ConfigurationID, a.BackendID, nullableRaw(a.HarnessAuth)))
+	return oneAgent(br.Query())
 }
 
 // GetAgent reads an Agent of the Namespace with an optional row lock (lock order: Namespace

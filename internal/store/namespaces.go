@@ -20,11 +20,19 @@ type Namespace struct {
 // ErrDuplicate; an existing cluster namespace another live Namespace adopted is refused by
 // ConstraintExistingNamespaceLive.
 func InsertNamespace(ctx context.Context, db DBTX, id, name string, existing *string) (Namespace, error) {
-	n := Namespace{ID: id, Name: name, ExistingNamespace: existing}
-	err := db.QueryRow(ctx, `INSERT INTO occ.namespaces (id, name, existing_namespace) VALUES ($1, $2, $3)
-RETURNING status, created_at`, id, name, existing).Scan(&n.Status, &n.CreatedAt)
-	return n, classify(err)
+	rows, err := db.Query(ctx, insertNamespaceSQL, id, name, existing)
+	return oneRow(rows, err, scanNamespace)
 }
+
+// InsertNamespaceAhead is InsertNamespace sent in front of p's next statement (decision 47).
+func InsertNamespaceAhead(p *Pipeline, id, name string, existing *string) *Pending[Namespace] {
+	return queueAhead(p, func(rows pgx.Rows, err error) (Namespace, error) {
+		return oneRow(rows, err, scanNamespace)
+	}, insertNamespaceSQL, id, name, existing)
+}
+
+const insertNamespaceSQL = `INSERT INTO occ.namespaces AS n (id, name, existing_namespace) VALUES ($1, $2, $3)
+RETURNING ` + namespaceColumns
 
 const namespaceColumns = `n.id, n.name, n.status, n.existing_namespace, n.created_at`
 
