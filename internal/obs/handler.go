@@ -154,6 +154,13 @@ func addField(fields map[string][]byte, event string, a slog.Attr) {
 }
 
 func appendJSONString(dst []byte, s string) []byte {
+	// Letters, digits and this punctuation are their own JSON encoding (json.Marshal's, which
+	// also escapes <, > and &).
+	if allIn(s, "._: /@{}-") {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	b, err := json.Marshal(s)
 	if err != nil { // cannot happen for a string
 		return append(dst, `""`...)
