@@ -39,6 +39,8 @@ type call struct {
 	auditDB   store.Execer
 	iam       *iam.Native
 	namespace *store.Namespace // the path Namespace (ScopeNamespace)
+	// agentRead is the path Agent read with route.AgentLock, queued with the path Namespace.
+	agentRead *store.Pending[store.AgentRow]
 
 	status     int
 	data       any
@@ -171,6 +173,9 @@ func (c *call) admitIdentity(ctx context.Context) error {
 	var nsRead *store.Pending[store.Namespace]
 	if route.Scope == ScopeNamespace && (scope == nil || *scope == c.params["namespaceId"]) {
 		nsRead = store.GetNamespaceAhead(c.pipe, c.params["namespaceId"], route.NamespaceLock)
+		if route.AgentLock != store.NoLock {
+			c.agentRead = store.GetAgentAhead(c.pipe, c.params["namespaceId"], c.params["agentId"], route.AgentLock)
+		}
 	}
 	ident, err := c.iam.LookupIdentity(ctx, c.cred.IdentityLookup(c.s.installation.ID))
 	if err := c.confirmKey(ctx); err != nil {

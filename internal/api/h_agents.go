@@ -352,7 +352,14 @@ func (s *Server) createAgent(ctx context.Context, c *call) error {
 
 // pathAgent reads the path's Agent (404) with lock and checks action on it (403).
 func (s *Server) pathAgent(ctx context.Context, c *call, action string, lock store.RowLock) (store.AgentRow, error) {
-	a, err := store.GetAgent(ctx, c.db, c.namespace.ID, c.params["agentId"], lock)
+	var a store.AgentRow
+	var err error
+	if c.agentRead != nil && c.route.AgentLock == lock {
+		a, err = c.agentRead.Result(ctx)
+		c.agentRead = nil
+	} else {
+		a, err = store.GetAgent(ctx, c.db, c.namespace.ID, c.params["agentId"], lock)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return a, platform.NotFound("The Agent does not exist in this Namespace.")
 	} else if err != nil {

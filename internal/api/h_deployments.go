@@ -66,6 +66,9 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
+	// The first revision takes the files staged at creation, and the staging row goes with it (a
+	// refusal below rolls that back); they travel with the Configuration's read.
+	staged := store.TakeInitialWorkspaceFilesAhead(c.pipe, a.NamespaceID, a.ID)
 	cfg, err := s.agentConfiguration(ctx, c, a.ConfigurationID)
 	if err != nil {
 		return err
@@ -143,13 +146,12 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 	if len(bindings) > 0 {
 		spec.SecretBindings = bindings
 	}
-	// The first revision takes the files staged at creation; the staging row goes with it.
-	staged, err := store.TakeInitialWorkspaceFiles(ctx, c.db, a.NamespaceID, a.ID)
+	files, err := staged.Result(ctx)
 	if err != nil {
 		return platform.Unavailable(err)
 	}
-	if staged != nil {
-		if err := json.Unmarshal(staged, &spec.InitialWorkspaceFiles); err != nil {
+	if files != nil {
+		if err := json.Unmarshal(files, &spec.InitialWorkspaceFiles); err != nil {
 			return platform.Unavailable(err)
 		}
 	}
@@ -180,7 +182,7 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 	details := map[string]any{"revisionId": rev.ID, "revision": rev.Number, "workId": key,
 		"configurationId": cfg.ID, "configurationGeneration": cfg.Generation, "harnessAuthMethod": ha.Method,
 		"computeDriverId": compute.ID(), "secretIds": secretIDs}
-	if staged != nil {
+	if files != nil {
 		details["initialWorkspaceFiles"] = true // applied by this revision; never their content
 	}
 	if err := c.audit(ctx, auditEvent(nsResource(iam.KindAgent, a.ID, a.NamespaceID), details)); err != nil {

@@ -165,9 +165,9 @@ func TestRememberedKeyIsConfirmedByEveryRequest(t *testing.T) {
 }
 
 // A write route's BEGIN, service key and path Namespace travel with its identity lookup, and its
-// audit row with its COMMIT; a deploy reuses the decisions of the deploy before (it keeps the
-// policy) and sends its revision, desired state and work together: six round trips, fourteen
-// before (decisions 46 to 49).
+// audit row with its COMMIT. A deploy also reads its Agent in that first round trip, reuses the
+// decisions of the deploy before (it keeps the policy) and sends its revision, desired state and
+// work together: four round trips, fourteen before (decisions 46 to 49).
 func TestWriteRouteSendsBeginAndCommitWithStatements(t *testing.T) {
 	t.Parallel()
 	e, log := newTracedEnv(t)
@@ -182,14 +182,14 @@ func TestWriteRouteSendsBeginAndCommitWithStatements(t *testing.T) {
 	sent := log.take()
 	all := strings.Join(sent, "\n")
 	first, last := sent[0], sent[len(sent)-1]
-	if !strings.HasPrefix(first, "batch:\n  BEGIN\n  SELECT set_config('occ.iam_policy_kept', 'on', true)\n  SELECT k.id") || !strings.Contains(first, "FOR SHARE\n  SELECT e.epoch, i.id") {
-		t.Errorf("the transaction's first round trip is not BEGIN, the key, the Namespace and the identity lookup:\n%s", first)
+	if !strings.HasPrefix(first, "batch:\n  BEGIN\n  SELECT set_config('occ.iam_policy_kept', 'on', true)\n  SELECT k.id") || !strings.Contains(first, "FOR SHARE\n  SELECT a.id") || !strings.Contains(first, "FOR UPDATE\n  SELECT e.epoch, i.id") {
+		t.Errorf("the transaction's first round trip is not BEGIN, the key, the Namespace, the Agent and the identity lookup:\n%s", first)
 	}
 	if !strings.HasPrefix(last, "batch:\n  INSERT INTO occ.audit_events") || !strings.HasSuffix(last, "\n  COMMIT") {
 		t.Errorf("the transaction's last round trip is not its audit row with COMMIT:\n%s", last)
 	}
-	if len(sent) != 6 {
-		t.Errorf("a deploy made %d round trips, want 6:\n%s", len(sent), all)
+	if len(sent) != 4 {
+		t.Errorf("a deploy made %d round trips, want 4:\n%s", len(sent), all)
 	}
 	if n := e.count(`SELECT count(*) FROM occ.audit_events WHERE action = $1`, api.ActionAgentsDeploy); n != 2 {
 		t.Errorf("%d deploy audit events, want 2", n)

@@ -128,7 +128,10 @@ type Route struct {
 	Scope             Scope
 	// NamespaceLock is the lock the path Namespace is read with (ScopeNamespace).
 	NamespaceLock store.RowLock
-	Permissions   []Permission
+	// AgentLock, when not NoLock, reads the path Agent ({agentId}) with this lock in the round trip
+	// of the path Namespace (decision 47); the handler's pathAgent with the same lock takes it.
+	AgentLock   store.RowLock
+	Permissions []Permission
 	// Coverage documents the identity-coverage rule the handler applies (service keys).
 	Coverage string
 

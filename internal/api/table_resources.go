@@ -494,7 +494,7 @@ var resourceRoutes = []*Route{
 		Description: "Needs a ready Namespace (409 NAMESPACE_NOT_READY), a live Agent (409 AGENT_DELETING), a Harness " +
 			"authentication (409) the selected Compute Driver supports (409 HARNESS_AUTH_UNSUPPORTED). The Agent's own " +
 			"ServicePrincipal needs secret:operate on every Secret the revision uses, like the caller.",
-		Auth: auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare,
+		Auth: auth.ModeAny, Scope: ScopeNamespace, NamespaceLock: store.LockShare, AgentLock: store.LockUpdate,
 		Permissions: []Permission{exact(iam.ActionDeploy, iam.KindAgent),
 			referenced(iam.ActionRead, iam.KindConfiguration, "the Agent's Configuration"),
 			referenced(iam.ActionRead, iam.KindServiceAccount, "a ServiceAccount harnessAuth source"),

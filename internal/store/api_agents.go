@@ -59,8 +59,16 @@ VALUES ($1, 'service_principal', $2, $3)`, a.ServicePrincipalID, a.NamespaceID, 
 // GetAgent reads an Agent of the Namespace with an optional row lock (lock order: Namespace
 // before Agent); ErrNotFound when absent.
 func GetAgent(ctx context.Context, db DBTX, namespaceID, id string, lock RowLock) (AgentRow, error) {
-	return oneAgent(db.Query(ctx, `SELECT `+agentColumns+` FROM occ.agents a WHERE a.namespace_id = $1 AND a.id = $2`+lock.clause(),
-		namespaceID, id))
+	return oneAgent(db.Query(ctx, getAgentSQL(lock), namespaceID, id))
+}
+
+// GetAgentAhead is GetAgent sent in front of p's next statement (decision 47).
+func GetAgentAhead(p *Pipeline, namespaceID, id string, lock RowLock) *Pending[AgentRow] {
+	return queueAhead(p, oneAgent, getAgentSQL(lock), namespaceID, id)
+}
+
+func getAgentSQL(lock RowLock) string {
+	return `SELECT ` + agentColumns + ` FROM occ.agents a WHERE a.namespace_id = $1 AND a.id = $2` + lock.clause()
 }
 
 // GetAgentByName reads the Agent of the Namespace with that name; ErrNotFound when absent.

@@ -20,12 +20,24 @@ func InsertInitialWorkspaceFiles(ctx context.Context, db DBTX, namespaceID, agen
 // revision yet (the caller holds the Agent's row lock and admits its first revision in the same
 // transaction); nil when there are none or a revision exists.
 func TakeInitialWorkspaceFiles(ctx context.Context, db DBTX, namespaceID, agentID string) (json.RawMessage, error) {
-	var files json.RawMessage
-	err := db.QueryRow(ctx, `DELETE FROM occ.agent_initial_workspace_files f
+	rows, err := db.Query(ctx, takeInitialWorkspaceFilesSQL, namespaceID, agentID)
+	return takenFiles(rows, err)
+}
+
+// TakeInitialWorkspaceFilesAhead is TakeInitialWorkspaceFiles sent in front of p's next statement
+// (decision 47).
+func TakeInitialWorkspaceFilesAhead(p *Pipeline, namespaceID, agentID string) *Pending[json.RawMessage] {
+	return queueAhead(p, takenFiles, takeInitialWorkspaceFilesSQL, namespaceID, agentID)
+}
+
+const takeInitialWorkspaceFilesSQL = `DELETE FROM occ.agent_initial_workspace_files f
  WHERE f.namespace_id = $1 AND f.agent_id = $2
    AND NOT EXISTS (SELECT 1 FROM occ.agent_revisions r WHERE r.agent_id = $2)
-RETURNING f.files`, namespaceID, agentID).Scan(&files)
-	if errors.Is(err, pgx.ErrNoRows) {
+RETURNING f.files`
+
+func takenFiles(rows pgx.Rows, err error) (json.RawMessage, error) {
+	files, err := oneRow(rows, err, pgx.RowTo[json.RawMessage])
+	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
 	return files, err
