@@ -171,11 +171,8 @@ func TestRememberedKeyIsConfirmedByEveryRequest(t *testing.T) {
 func TestWriteRouteSendsBeginAndCommitWithStatements(t *testing.T) {
 	t.Parallel()
 	e, log := newTracedEnv(t)
-	ns := e.readyNamespace("trips")
-	base := "/namespaces/" + ns
-	cfg := e.expect(e.admin("POST", base+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}}), 201).data()["id"].(string)
-	agent := e.expect(e.admin("POST", base+"/agents", map[string]any{"name": "trips", "configurationId": cfg,
-		"harnessAuth": map[string]any{"method": "runtime"}}), 201).data()["id"].(string)
+	base, agents := e.deployableAgents("trips", 1)
+	agent := agents[0]
 	e.expect(e.admin("POST", base+"/agents/"+agent+"/deploy", nil), 202)
 	log.take()
 	e.expect(e.admin("POST", base+"/agents/"+agent+"/deploy", nil), 202)
@@ -238,11 +235,8 @@ func TestReadRoutesTakeNoRowLocks(t *testing.T) {
 func TestKeptPolicyRouteRefusesAtOnceAfterRevocation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ns := e.readyNamespace("kept")
-	base := "/namespaces/" + ns
-	cfg := e.expect(e.admin("POST", base+"/configurations", map[string]any{"kind": "agent", "values": map[string]any{}}), 201).data()["id"].(string)
-	agent := e.expect(e.admin("POST", base+"/agents", map[string]any{"name": "kept", "configurationId": cfg,
-		"harnessAuth": map[string]any{"method": "runtime"}}), 201).data()["id"].(string)
+	base, agents := e.deployableAgents("kept", 1)
+	agent := agents[0]
 	deployer := e.newServicePrincipal("")
 	binding := e.grant(deployer.id, "", "", "", perm(iam.ActionDeploy, iam.KindAgent), perm("read", iam.KindConfiguration))
 	deploy := func() resp {
