@@ -64,7 +64,7 @@ func GetAgent(ctx context.Context, db DBTX, namespaceID, id string, lock RowLock
 
 // GetAgentAhead is GetAgent sent in front of p's next statement (decision 47).
 func GetAgentAhead(p *Pipeline, namespaceID, id string, lock RowLock) *Pending[AgentRow] {
-	return queueAhead(p, oneAgent, getAgentSQL(lock), namespaceID, id)
+	return queueOneRow(p, scanAgent, getAgentSQL(lock), namespaceID, id)
 }
 
 func getAgentSQL(lock RowLock) string {
@@ -112,7 +112,7 @@ func SetAgentDesiredState(ctx context.Context, db DBTX, p SetAgentDesiredStatePa
 // SetAgentDesiredStateAhead is SetAgentDesiredState sent in front of pipe's next statement
 // (decision 47).
 func SetAgentDesiredStateAhead(pipe *Pipeline, p SetAgentDesiredStateParams) *Pending[AgentRow] {
-	return queueAhead(pipe, oneAgent, setAgentDesiredStateSQL, p.NamespaceID, p.AgentID, p.State)
+	return queueOneRow(pipe, scanAgent, setAgentDesiredStateSQL, p.NamespaceID, p.AgentID, p.State)
 }
 
 const setAgentDesiredStateSQL = `UPDATE occ.agents a SET desired_runtime_state = $3, updated_at = clock_timestamp()

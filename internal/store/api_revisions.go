@@ -43,9 +43,7 @@ func InsertRevision(ctx context.Context, db DBTX, p InsertRevisionParams) (Revis
 
 // InsertRevisionAhead is InsertRevision sent in front of pipe's next statement (decision 47).
 func InsertRevisionAhead(pipe *Pipeline, p InsertRevisionParams) *Pending[RevisionRow] {
-	return queueAhead(pipe, func(rows pgx.Rows, err error) (RevisionRow, error) {
-		return oneRow(rows, err, scanRevision)
-	}, insertRevisionSQL, p.NamespaceID, p.AgentID, p.ID, string(p.Spec))
+	return queueOneRow(pipe, scanRevision, insertRevisionSQL, p.NamespaceID, p.AgentID, p.ID, string(p.Spec))
 }
 
 const insertRevisionSQL = `INSERT INTO occ.agent_revisions AS r (namespace_id, agent_id, id, revision_number, admitted_spec)

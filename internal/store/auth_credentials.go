@@ -93,9 +93,7 @@ func GetLiveServiceKey(ctx context.Context, db DBTX, keyHash []byte) (ServiceKey
 
 // GetLiveServiceKeyAhead is GetLiveServiceKey sent in front of p's next statement (decision 48).
 func GetLiveServiceKeyAhead(p *Pipeline, keyHash []byte) *Pending[ServiceKey] {
-	return queueAhead(p, func(rows pgx.Rows, err error) (ServiceKey, error) {
-		return oneRow(rows, err, scanServiceKey)
-	}, getLiveServiceKeySQL, keyHash)
+	return queueOneRow(p, scanServiceKey, getLiveServiceKeySQL, keyHash)
 }
 
 // GetServiceKey reads a key by id (expired or not); ErrNotFound when absent.

@@ -26,9 +26,7 @@ func InsertNamespace(ctx context.Context, db DBTX, id, name string, existing *st
 
 // InsertNamespaceAhead is InsertNamespace sent in front of p's next statement (decision 47).
 func InsertNamespaceAhead(p *Pipeline, id, name string, existing *string) *Pending[Namespace] {
-	return queueAhead(p, func(rows pgx.Rows, err error) (Namespace, error) {
-		return oneRow(rows, err, scanNamespace)
-	}, insertNamespaceSQL, id, name, existing)
+	return queueOneRow(p, scanNamespace, insertNamespaceSQL, id, name, existing)
 }
 
 const insertNamespaceSQL = `INSERT INTO occ.namespaces AS n (id, name, existing_namespace) VALUES ($1, $2, $3)
@@ -51,9 +49,7 @@ func GetNamespace(ctx context.Context, db DBTX, id string, lock RowLock) (Namesp
 
 // GetNamespaceAhead is GetNamespace sent in front of p's next statement (decision 47).
 func GetNamespaceAhead(p *Pipeline, id string, lock RowLock) *Pending[Namespace] {
-	return queueAhead(p, func(rows pgx.Rows, err error) (Namespace, error) {
-		return oneRow(rows, err, scanNamespace)
-	}, getNamespaceSQL(lock), id)
+	return queueOneRow(p, scanNamespace, getNamespaceSQL(lock), id)
 }
 
 func getNamespaceSQL(lock RowLock) string {

@@ -61,6 +61,12 @@ func queueAhead[T any](p *Pipeline, collect func(pgx.Rows, error) (T, error), sq
 	return r
 }
 
+// queueOneRow queues a read of exactly one row, scanned by scan: oneRow's value and errors
+// (ErrNotFound when there is no row).
+func queueOneRow[T any](p *Pipeline, scan pgx.RowToFunc[T], sql string, args ...any) *Pending[T] {
+	return queueAhead(p, func(rows pgx.Rows, err error) (T, error) { return oneRow(rows, err, scan) }, sql, args...)
+}
+
 // send sends the statements ahead and then more (none, one, or a caller's batch) in one
 // pipeline, reads the results of those ahead and returns the results, positioned at the first of
 // more.
