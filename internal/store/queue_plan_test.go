@@ -162,3 +162,68 @@ func TestClaimIsPlannedForTheQueueItFinds(t *testing.T) {
 		t.Errorf("the claim read %d rows of occ.controller_work by sequential scan; want an index scan that stops early", n)
 	}
 }
+
+// TestManyClaimsCostNoScanOfTheClaimedRows: statistics taken with nothing claimed, then 500 rows
+// claimed (a worker's completions waiting for their batch). A claim must test each candidate's lane
+// with one probe, and a batch of transitions must reach its rows by their key; neither may read
+// every claimed row, which PostgreSQL did, per candidate and per transition, when the plan went
+// through controller_work_one_claim_per_resource (53 393 comparisons for 107 completions).
+func TestManyClaimsCostNoScanOfTheClaimedRows(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	owner, app := db.Owner(t), db.App(t)
+	if _, err := owner.Exec(ctx, `ALTER TABLE occ.controller_work SET (autovacuum_enabled = false)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := fixture.FillNamespaceWork(ctx, app, 1000, "prn_"+uuid.NewString()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, `VACUUM (ANALYZE) occ.controller_work`); err != nil {
+		t.Fatal(err)
+	}
+	const waiting = 500
+	claims, err := store.ClaimWork(ctx, app, waiting, 10, time.Minute)
+	if err != nil || len(claims) != waiting {
+		t.Fatalf("claim: %d rows, %v", len(claims), err)
+	}
+
+	tx, err := app.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	read := func(index string) int64 { return xactStat(t, tx, "pg_stat_get_xact_tuples_returned", index) }
+	const lanes = "occ.controller_work_one_claim_per_resource"
+
+	before := read(lanes)
+	const limit = 8
+	more, err := store.ClaimWork(ctx, tx, limit, 10, time.Minute)
+	if err != nil || len(more) != limit {
+		t.Fatalf("claim beside %d claimed rows: %d rows, %v", waiting, len(more), err)
+	}
+	if n := read(lanes) - before; n > 4*limit {
+		t.Errorf("the claim read %d entries of %s; want at most one per candidate (%d), not the %d claimed rows", n, lanes, 4*limit, waiting)
+	}
+
+	const done = 100
+	ts := make([]store.WorkTransition, done)
+	for i, c := range claims[:done] {
+		ts[i] = store.WorkTransition{Key: c.Key, Token: *c.ClaimToken, Kind: store.TransitionComplete, Code: "RECONCILE_SUCCEEDED"}
+	}
+	before, keysBefore := read(lanes), read("occ.controller_work_pkey")
+	out, err := store.TransitionWork(ctx, tx, store.TransitionParams{MaxAttempts: 10}, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range out {
+		if !o.Applied {
+			t.Fatalf("transition %d was not applied: %+v", i, o)
+		}
+	}
+	if n := read(lanes) - before; n != 0 {
+		t.Errorf("%d transitions read %d entries of %s; want them reached by key", done, n, lanes)
+	}
+	if n := read("occ.controller_work_pkey") - keysBefore; n < done || n > 2*done {
+		t.Errorf("%d transitions read %d entries of controller_work_pkey; want one per transition", done, n)
+	}
+}
