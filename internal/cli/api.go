@@ -86,6 +86,7 @@ func runAPI(ctx context.Context, env Env) error {
 	}
 	poolCfg.MaxConns = int32(min(cfg.DatabasePoolMax, math.MaxInt32))
 	poolCfg.ConnConfig.ConnectTimeout = connectTimeout
+	store.RefreshPlans(poolCfg, store.PlanRefreshInterval) // both pools: the read pool copies it
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return fail(settings.CodeDatabaseConfigurationInvalid, settings.DatabaseURLMessage)

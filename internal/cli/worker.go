@@ -115,6 +115,7 @@ func openWorkerPool(ctx context.Context, cfg settings.Worker) (*pgxpool.Pool, er
 	pc.MaxConns = int32(cfg.Concurrency + 4)
 	pc.ConnConfig.ConnectTimeout = cfg.DatabaseTimeout
 	pc.ConnConfig.RuntimeParams["application_name"] = "occ-worker"
+	store.RefreshPlans(pc, store.PlanRefreshInterval)
 	pctx, cancel := context.WithTimeout(ctx, cfg.DatabaseTimeout)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(pctx, pc)
