@@ -323,15 +323,24 @@ func run(ctx context.Context, c config) error {
 // how many items were open at the start.
 func drain(ctx context.Context, st *stack.Stack, timeout time.Duration) (time.Duration, int, error) {
 	start := time.Now()
-	open := func() int {
+	count := func() int {
 		var n int
 		_ = st.Admin.QueryRow(ctx, `SELECT count(*) FROM occ.controller_work WHERE state IN ('queued', 'claimed')`).Scan(&n)
 		return n
 	}
-	first := open()
-	for n := first; n > 0; n = open() {
+	// The poll asks only whether a row is still open, each state through its own partial index: a
+	// count(*) twenty times a second read the queue whole, about a tenth of a core taken from the
+	// worker it measures.
+	anyOpen := func() bool {
+		var open bool
+		_ = st.Admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM occ.controller_work WHERE state = 'queued')
+    OR EXISTS (SELECT 1 FROM occ.controller_work WHERE state = 'claimed')`).Scan(&open)
+		return open
+	}
+	first := count()
+	for open := first > 0; open; open = anyOpen() {
 		if time.Since(start) > timeout {
-			return time.Since(start), first, fmt.Errorf("%d work items still open after %s", n, timeout)
+			return time.Since(start), first, fmt.Errorf("%d work items still open after %s", count(), timeout)
 		}
 		if ctx.Err() != nil {
 			return 0, first, ctx.Err()
