@@ -167,7 +167,7 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 	desired := store.SetAgentDesiredStateAhead(c.pipe, store.SetAgentDesiredStateParams{
 		NamespaceID: a.NamespaceID, AgentID: a.ID, State: platform.RuntimeRunning})
 	key := platform.RevisionWorkKey(revID)
-	queued := enqueue(ctx, c, queue.EnqueueWork{Key: key, NamespaceID: a.NamespaceID, ActorID: c.actorID(),
+	enqueueErr := enqueue(ctx, c, queue.EnqueueWork{Key: key, NamespaceID: a.NamespaceID, ActorID: c.actorID(),
 		AgentID: &a.ID, RevisionID: &revID})
 	rev, err := inserted.Result(ctx)
 	if err != nil {
@@ -176,8 +176,8 @@ func (s *Server) deployAgent(ctx context.Context, c *call) error {
 	if _, err := desired.Result(ctx); err != nil {
 		return platform.Unavailable(err)
 	}
-	if queued != nil {
-		return queued
+	if enqueueErr != nil {
+		return enqueueErr
 	}
 	details := map[string]any{"revisionId": rev.ID, "revision": rev.Number, "workId": key,
 		"configurationId": cfg.ID, "configurationGeneration": cfg.Generation, "harnessAuthMethod": ha.Method,

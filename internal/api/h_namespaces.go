@@ -85,7 +85,7 @@ func (s *Server) createNamespace(ctx context.Context, c *call) error {
 	// The Namespace travels with its work; when its insert fails, PostgreSQL skips the work's.
 	id := platform.NewID(platform.PrefixNamespace)
 	inserted := store.InsertNamespaceAhead(c.pipe, id, b.Name, b.ExistingNamespace)
-	workID, queued := enqueueNamespaceWork(ctx, c.db, id, c.actorID(), platform.NamespaceTargetReady)
+	workID, enqueueErr := enqueueNamespaceWork(ctx, c.db, id, c.actorID(), platform.NamespaceTargetReady)
 	ns, err := inserted.Result(ctx)
 	if err != nil {
 		if errors.Is(err, store.ErrDuplicate) {
@@ -96,8 +96,8 @@ func (s *Server) createNamespace(ctx context.Context, c *call) error {
 		}
 		return platform.Unavailable(err)
 	}
-	if queued != nil {
-		return queued
+	if enqueueErr != nil {
+		return enqueueErr
 	}
 	presetIDs, err := s.seedNewNamespace(ctx, c, id)
 	if err != nil {
